@@ -1,0 +1,66 @@
+// Command invoiced is the invoicing back office an LLM agent can operate
+// safely: `invoiced serve` runs the HTTP API, `invoiced migrate` manages the
+// schema, and the other subcommands are for ops. See README.md.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `invoiced — an invoicing back office an LLM agent can operate safely.
+
+Usage:
+  invoiced serve [--migrate]                 run the HTTP API
+  invoiced migrate up|down|redo|status|version
+                                             manage the database schema
+  invoiced users create --username NAME --role clerk|approver|admin
+                                             create a user and print a token
+  invoiced tokens create --username NAME     print a new API token for a user
+  invoiced version                           print the version
+
+Every subcommand takes --help. Configuration comes from the environment
+(DATABASE_URL, INVOICED_ADDR, …); see README.md.
+`
+
+// run dispatches a subcommand and returns the process exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	env := envFromOS()
+	var err error
+	switch args[0] {
+	case "serve":
+		err = cmdServe(ctx, env, args[1:], stdout, stderr)
+	case "migrate":
+		err = cmdMigrate(ctx, env, args[1:], stdout, stderr)
+	case "users":
+		err = cmdUsers(ctx, env, args[1:], stdout, stderr)
+	case "tokens":
+		err = cmdTokens(ctx, env, args[1:], stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "invoiced", version)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "invoiced: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	return exitCode(err, stderr)
+}

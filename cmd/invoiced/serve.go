@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/invoiced/invoiced/migrations"
+	"github.com/invoiced/invoiced/server"
+	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// config is everything serve reads from the environment.
+type config struct {
+	DatabaseURL string
+	HTTP        server.Config
+	MaxConns    int32
+}
+
+func loadConfig(e env) (config, error) {
+	c := config{DatabaseURL: e.get("DATABASE_URL", ""), HTTP: server.DefaultConfig()}
+	c.HTTP.Addr = e.get("INVOICED_ADDR", c.HTTP.Addr)
+	c.HTTP.BodyLimit = e.get("INVOICED_BODY_LIMIT", c.HTTP.BodyLimit)
+	if v := e.get("INVOICED_DB_MAX_CONNS", ""); v != "" {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("INVOICED_DB_MAX_CONNS must be a positive integer, not %q", v)
+		}
+		c.MaxConns = int32(n)
+	}
+	return c, nil
+}
+
+func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
+	fs := flagSet("serve [--migrate]",
+		"Run the HTTP API on INVOICED_ADDR (default :8080) against DATABASE_URL.\n"+
+			"Refuses to start while the schema is behind unless --migrate is given.", stderr)
+	migrate := fs.Bool("migrate", false, "apply pending migrations before serving")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(e)
+	if err != nil {
+		return err
+	}
+	log := newLogger(e, stdout)
+
+	sqlDB, err := migrations.Open(cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer sqlDB.Close()
+	sqlDB.SetMaxOpenConns(2)
+	prov, err := migrations.NewProvider(sqlDB, log)
+	if err != nil {
+		return err
+	}
+	if *migrate {
+		if _, err := prov.Up(ctx); err != nil {
+			return fmt.Errorf("migrate up: %w", err)
+		}
+	}
+	current, latest, behind, err := migrations.Behind(ctx, prov)
+	if err != nil {
+		return fmt.Errorf("cannot read the schema version (is DATABASE_URL right?): %w", err)
+	}
+	if behind {
+		return fmt.Errorf("the database schema is at version %d but this binary needs %d: run `invoiced migrate up` (or start with `invoiced serve --migrate`)", current, latest)
+	}
+
+	pool, err := store.Open(ctx, store.PoolConfig{URL: cfg.DatabaseURL, MaxConns: cfg.MaxConns})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	ready := func(ctx context.Context) error {
+		if err := pool.Ping(ctx); err != nil {
+			return errors.New("database unreachable")
+		}
+		if _, _, behind, err := migrations.Behind(ctx, prov); err != nil || behind {
+			return errors.New("schema not current")
+		}
+		return nil
+	}
+	e2 := server.New(cfg.HTTP, log, ready)
+	app, err := newApp(ctx, cfg, pool, log)
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	app.routes(e2)
+
+	log.Info("serving", "addr", cfg.HTTP.Addr, "schema_version", latest, "version", version)
+	if err := server.Serve(ctx, e2, cfg.HTTP.Addr, 20*time.Second); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// app holds the services and handlers that serve wires together.
+type app struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+}
+
+// newApp builds services and handlers from the pool: the one place where
+// feature packages are wired to each other.
+func newApp(_ context.Context, _ config, pool *pgxpool.Pool, log *slog.Logger) (*app, error) {
+	return &app{pool: pool, log: log}, nil
+}
+
+// Close releases what newApp started.
+func (a *app) Close() {}

@@ -1,0 +1,212 @@
+// Package identity holds users, roles and API tokens, and the Bearer
+// authentication middleware that turns a token into the Principal a call acts
+// for. An agent never has authority of its own: it acts as the Principal of
+// the chat user whose credentials opened the conversation.
+package identity
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// Role is what a user may do (DESIGN.md §7).
+type Role string
+
+// The roles. clerk: read, drafts, customers, bound capabilities, request
+// approvals, chat. approver: read and decide approvals (never their own
+// requests). admin: all.
+const (
+	RoleClerk    Role = "clerk"
+	RoleApprover Role = "approver"
+	RoleAdmin    Role = "admin"
+)
+
+// ParseRole validates a role name.
+func ParseRole(s string) (Role, error) {
+	switch r := Role(s); r {
+	case RoleClerk, RoleApprover, RoleAdmin:
+		return r, nil
+	}
+	return "", problem.Invalid("role", "must be one of clerk, approver, admin")
+}
+
+// CanDecide reports whether the role may decide approvals.
+func (r Role) CanDecide() bool { return r == RoleApprover || r == RoleAdmin }
+
+// User is a person (or service account) that signs in or holds tokens.
+type User struct {
+	ID          uuid.UUID `json:"id"`
+	Username    string    `json:"username"`
+	DisplayName string    `json:"display_name"`
+	Role        Role      `json:"role"`
+	Disabled    bool      `json:"disabled"`
+	Version     int64     `json:"version"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// Principal is the authenticated user a call acts for.
+type Principal struct {
+	UserID   uuid.UUID `json:"id"`
+	Username string    `json:"username"`
+	Role     Role      `json:"role"`
+}
+
+// Principal returns the user as a Principal.
+func (u *User) Principal() Principal {
+	return Principal{UserID: u.ID, Username: u.Username, Role: u.Role}
+}
+
+const userColumns = `id, username, display_name, role, disabled, version, created_at, updated_at`
+
+func scanUser(row pgx.Row) (*User, error) {
+	var u User
+	if err := row.Scan(&u.ID, &u.Username, &u.DisplayName, &u.Role, &u.Disabled, &u.Version, &u.CreatedAt, &u.UpdatedAt); err != nil {
+		return nil, err
+	}
+	u.CreatedAt, u.UpdatedAt = u.CreatedAt.UTC(), u.UpdatedAt.UTC()
+	return &u, nil
+}
+
+// UserCreateParams are the fields of a new user.
+type UserCreateParams struct {
+	Username    string
+	DisplayName string
+	Role        Role
+}
+
+// UserCreate inserts a user; a taken username is 409 CONFLICT.
+func UserCreate(ctx context.Context, db store.Executor, p UserCreateParams) (*User, error) {
+	username := strings.TrimSpace(p.Username)
+	if username == "" {
+		return nil, problem.Invalid("username", "is required")
+	}
+	if _, err := ParseRole(string(p.Role)); err != nil {
+		return nil, err
+	}
+	u, err := scanUser(db.QueryRow(ctx, `
+		INSERT INTO users (id, username, display_name, role)
+		VALUES ($1, $2, $3, $4)
+		RETURNING `+userColumns, uuid.Must(uuid.NewV7()), username, p.DisplayName, p.Role))
+	if store.IsUniqueViolation(err, "users_username_key") {
+		return nil, problem.Conflict(problem.CodeConflict, fmt.Sprintf("username %q is taken", username))
+	}
+	if pe, ok := problem.As(store.MapError(err, "user")); ok && pe.Code == problem.CodeValidation {
+		return nil, problem.Invalid("username", "must be 1–63 lowercase letters, digits, '.', '_' or '-'")
+	}
+	return u, store.MapError(err, "user")
+}
+
+// UserGetByUsername returns a user by name, 404 when there is none.
+func UserGetByUsername(ctx context.Context, db store.Executor, username string) (*User, error) {
+	u, err := scanUser(db.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE username = $1`, username))
+	return u, store.MapError(err, "user")
+}
+
+// UserGetByID returns a user by id, 404 when there is none.
+func UserGetByID(ctx context.Context, db store.Executor, id uuid.UUID) (*User, error) {
+	u, err := scanUser(db.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, id))
+	return u, store.MapError(err, "user")
+}
+
+// UserCount returns how many users exist (make run creates a first admin
+// only when there are none).
+func UserCount(ctx context.Context, db store.Executor) (int, error) {
+	var n int
+	err := db.QueryRow(ctx, `SELECT count(*) FROM users`).Scan(&n)
+	return n, store.MapError(err, "users")
+}
+
+// UserSetDisabled disables or re-enables a user; a disabled user's tokens
+// and sessions stop working at once.
+func UserSetDisabled(ctx context.Context, db store.Executor, id uuid.UUID, disabled bool) error {
+	tag, err := db.Exec(ctx, `UPDATE users SET disabled = $2, version = version + 1, updated_at = now() WHERE id = $1`, id, disabled)
+	if err != nil {
+		return store.MapError(err, "user")
+	}
+	if tag.RowsAffected() == 0 {
+		return problem.NotFound("user")
+	}
+	return nil
+}
+
+// tokenPrefix marks invoiced tokens so secret scanners can find leaked ones.
+const tokenPrefix = "inv_"
+
+// TokenCreate issues a new API token for the user and returns it; only its
+// SHA-256 is stored, so this is the one time it can be shown.
+func TokenCreate(ctx context.Context, db store.Executor, userID uuid.UUID, name string) (string, error) {
+	var raw [32]byte // 256 bits
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", fmt.Errorf("token entropy: %w", err)
+	}
+	token := tokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
+	sum := sha256.Sum256([]byte(token))
+	_, err := db.Exec(ctx, `INSERT INTO api_tokens (id, user_id, token_sha256, name) VALUES ($1, $2, $3, $4)`,
+		uuid.Must(uuid.NewV7()), userID, sum[:], name)
+	if err != nil {
+		return "", store.MapError(err, "token")
+	}
+	return token, nil
+}
+
+// TokenRevoke revokes every token of a user whose hash matches token.
+func TokenRevoke(ctx context.Context, db store.Executor, token string) error {
+	sum := sha256.Sum256([]byte(token))
+	tag, err := db.Exec(ctx, `UPDATE api_tokens SET revoked_at = now() WHERE token_sha256 = $1 AND revoked_at IS NULL`, sum[:])
+	if err != nil {
+		return store.MapError(err, "token")
+	}
+	if tag.RowsAffected() == 0 {
+		return problem.NotFound("token")
+	}
+	return nil
+}
+
+// lastUsedGranularity bounds writes for last_used_at to one per token per
+// minute, so authentication stays a read on the hot path.
+const lastUsedGranularity = time.Minute
+
+// TokenAuthenticate returns the user holding token. Unknown or revoked
+// tokens and disabled users are all 401, with the same detail so a caller
+// learns nothing about which.
+func TokenAuthenticate(ctx context.Context, db store.Executor, token string) (*User, error) {
+	if !strings.HasPrefix(token, tokenPrefix) || len(token) > 128 {
+		return nil, problem.Unauthenticated("the bearer token is not valid")
+	}
+	sum := sha256.Sum256([]byte(token))
+	var (
+		u        User
+		tokenID  uuid.UUID
+		lastUsed *time.Time
+	)
+	err := db.QueryRow(ctx, `
+		SELECT u.id, u.username, u.display_name, u.role, u.disabled, u.version, u.created_at, u.updated_at,
+		       t.id, t.last_used_at
+		FROM api_tokens t JOIN users u ON u.id = t.user_id
+		WHERE t.token_sha256 = $1 AND t.revoked_at IS NULL AND NOT u.disabled`, sum[:]).
+		Scan(&u.ID, &u.Username, &u.DisplayName, &u.Role, &u.Disabled, &u.Version, &u.CreatedAt, &u.UpdatedAt, &tokenID, &lastUsed)
+	if err != nil {
+		if pe, ok := problem.As(store.MapError(err, "token")); ok && pe.Code == problem.CodeNotFound {
+			return nil, problem.Unauthenticated("the bearer token is not valid")
+		}
+		return nil, store.MapError(err, "token")
+	}
+	if lastUsed == nil || time.Since(*lastUsed) > lastUsedGranularity {
+		if _, err := db.Exec(ctx, `UPDATE api_tokens SET last_used_at = now() WHERE id = $1`, tokenID); err != nil {
+			return nil, store.MapError(err, "token")
+		}
+	}
+	u.CreatedAt, u.UpdatedAt = u.CreatedAt.UTC(), u.UpdatedAt.UTC()
+	return &u, nil
+}

@@ -1,0 +1,169 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/invoiced/invoiced/problem"
+	"github.com/labstack/echo/v4"
+)
+
+// ProblemContentType is the media type of RFC 9457 problem documents.
+const ProblemContentType = "application/problem+json"
+
+// ErrorHandler is the one place errors become HTTP responses: every error a
+// handler or middleware returns, Echo's own included, is written as a
+// problem with a stable code. 5xx causes are logged, never sent.
+func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		p := ToProblem(err)
+		reqID := c.Response().Header().Get(echo.HeaderXRequestID)
+		if p.Status >= 500 {
+			log.Error("request failed", "request_id", reqID, "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+		}
+		if p.Status == http.StatusUnauthorized {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="invoiced"`)
+		}
+		body := map[string]any{
+			"type":   "about:blank",
+			"title":  p.Title,
+			"status": p.Status,
+			"code":   p.Code,
+		}
+		if p.Detail != "" {
+			body["detail"] = p.Detail
+		}
+		if len(p.Errors) > 0 {
+			body["errors"] = p.Errors
+		}
+		if reqID != "" {
+			body["request_id"] = reqID
+		}
+		for k, v := range p.Extra {
+			body[k] = v
+		}
+		b, mErr := json.Marshal(body)
+		if mErr != nil {
+			log.Error("marshal problem", "err", mErr)
+			b = []byte(`{"type":"about:blank","title":"Internal Server Error","status":500,"code":"INTERNAL"}`)
+		}
+		c.Response().Header().Set(echo.HeaderContentType, ProblemContentType)
+		c.Response().WriteHeader(p.Status)
+		if c.Request().Method != http.MethodHead {
+			_, _ = c.Response().Write(b)
+		}
+	}
+}
+
+// ToProblem maps any error to a problem: typed errors keep theirs, Echo's
+// HTTP errors get a code by status, anything else is a 500 with no detail.
+func ToProblem(err error) *problem.Error {
+	if p, ok := problem.As(err); ok {
+		if p.Title == "" {
+			p.Title = http.StatusText(p.Status)
+		}
+		return p
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		switch he.Code {
+		case http.StatusNotFound:
+			return problem.New(he.Code, problem.CodeNotFound, "no route matches this path")
+		case http.StatusMethodNotAllowed:
+			return problem.New(he.Code, problem.CodeMethodNotAllowed, "this path does not accept this method")
+		case http.StatusRequestEntityTooLarge:
+			return problem.New(he.Code, problem.CodeBodyTooLarge, "the request body is larger than the server accepts")
+		case http.StatusUnauthorized:
+			return problem.Unauthenticated("authentication is required")
+		case http.StatusServiceUnavailable:
+			return problem.New(he.Code, problem.CodeUnavailable, "the service is not ready")
+		}
+		if he.Code >= 400 && he.Code < 500 {
+			return problem.New(he.Code, problem.CodeBadRequest, fmt.Sprint(he.Message))
+		}
+		return problem.Internal(err)
+	}
+	return problem.Internal(err)
+}
+
+func unavailable(err error) error {
+	p := problem.New(http.StatusServiceUnavailable, problem.CodeUnavailable, "not ready: "+err.Error())
+	p.Err = err
+	return p
+}
+
+// DecodeJSON strictly decodes the request body into v: malformed JSON is
+// 400 MALFORMED_JSON, an unknown field or a wrong type is 422
+// VALIDATION_FAILED naming the field, a body over the limit is 413.
+func DecodeJSON(c echo.Context, v any) error {
+	return DecodeJSONReader(c.Request().Body, v)
+}
+
+// DecodeJSONReader is DecodeJSON over any reader (used by fuzz tests).
+func DecodeJSONReader(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if dec.More() {
+		return problem.BadRequest(problem.CodeMalformedJSON, "the body must hold exactly one JSON value")
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); err != io.EOF {
+		return problem.BadRequest(problem.CodeMalformedJSON, "the body must hold exactly one JSON value")
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		return err // 413 from the body limit
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "body"
+		}
+		return problem.Invalid(field, "must be %s, not %s", jsonTypeName(te.Type.Kind().String()), te.Value)
+	}
+	if strings.HasPrefix(err.Error(), "json: unknown field ") {
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return problem.Invalid(name, "is not a known field")
+	}
+	if errors.Is(err, io.EOF) {
+		return problem.BadRequest(problem.CodeMalformedJSON, "the request body is empty; a JSON object is required")
+	}
+	p := problem.BadRequest(problem.CodeMalformedJSON, "the request body is not valid JSON: "+err.Error())
+	p.Err = err
+	return p
+}
+
+func jsonTypeName(kind string) string {
+	switch kind {
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "an integer"
+	case "float32", "float64":
+		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	}
+	return "of another type"
+}

@@ -1,0 +1,116 @@
+// Package server builds the Echo instance every route runs in: the error
+// handler that writes RFC 9457 problems, request ids, JSON access logs,
+// panic recovery, the body limit, health and readiness, and the HTTP server
+// with its timeouts. It knows no feature package; cmd/invoiced mounts routes.
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+)
+
+// Config holds HTTP settings.
+type Config struct {
+	// Addr is the listen address (INVOICED_ADDR, default ":8080").
+	Addr string
+	// BodyLimit caps request bodies; 1 MiB fits 1,000 invoice lines of
+	// 1,000 characters each with room to spare.
+	BodyLimit string
+	// ReadTimeout, WriteTimeout and IdleTimeout bound slow clients.
+	// WriteTimeout is 0 (none) because SSE and long polls stream for
+	// minutes; their handlers bound themselves.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+}
+
+// DefaultConfig returns the defaults documented in the README.
+func DefaultConfig() Config {
+	return Config{Addr: ":8080", BodyLimit: "1M", ReadTimeout: 15 * time.Second, IdleTimeout: 120 * time.Second}
+}
+
+// New returns an Echo instance with the shared middleware and error
+// handler, and /healthz and /readyz mounted. ready reports whether the
+// database is reachable and the schema current.
+func New(cfg Config, log *slog.Logger, ready func(context.Context) error) *echo.Echo {
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = ErrorHandler(log)
+	e.Server.ReadTimeout = cfg.ReadTimeout
+	e.Server.ReadHeaderTimeout = cfg.ReadTimeout
+	e.Server.WriteTimeout = cfg.WriteTimeout
+	e.Server.IdleTimeout = cfg.IdleTimeout
+
+	e.Use(middleware.RequestID())
+	e.Use(accessLog(log))
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		// The stack goes to the log, never to the client.
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			log.Error("panic", "request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err, "stack", string(stack))
+			return err
+		},
+	}))
+	if cfg.BodyLimit != "" {
+		e.Use(middleware.BodyLimit(cfg.BodyLimit))
+	}
+
+	e.GET("/healthz", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	})
+	e.GET("/readyz", func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+		defer cancel()
+		if err := ready(ctx); err != nil {
+			return unavailable(err)
+		}
+		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	})
+	return e
+}
+
+func accessLog(log *slog.Logger) echo.MiddlewareFunc {
+	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogStatus: true, LogURIPath: true, LogMethod: true, LogLatency: true, LogRequestID: true,
+		LogRemoteIP: true, LogResponseSize: true,
+		// Only the path is logged: query strings may carry cursors and
+		// nothing that authenticates ever travels in a URL.
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			log.LogAttrs(c.Request().Context(), slog.LevelInfo, "request",
+				slog.String("request_id", v.RequestID),
+				slog.String("method", v.Method),
+				slog.String("path", v.URIPath),
+				slog.Int("status", v.Status),
+				slog.Int64("bytes", v.ResponseSize),
+				slog.Duration("latency", v.Latency),
+				slog.String("remote_ip", v.RemoteIP),
+			)
+			return nil
+		},
+	})
+}
+
+// Serve runs e until ctx is cancelled, then shuts down gracefully, giving
+// in-flight requests up to grace to finish.
+func Serve(ctx context.Context, e *echo.Echo, addr string, grace time.Duration) error {
+	errc := make(chan error, 1)
+	go func() { errc <- e.Start(addr) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	if err := e.Shutdown(shutCtx); err != nil {
+		return err
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

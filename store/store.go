@@ -1,0 +1,126 @@
+// Package store owns the PostgreSQL connection pool, the transaction helper and
+// the mapping of database errors to domain errors. Feature packages take an
+// Executor right after ctx so that a caller's transaction is always visible.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Executor is what both *pgxpool.Pool and pgx.Tx satisfy: queries take it so
+// that the caller decides whether they run in a transaction.
+type Executor interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+var (
+	_ Executor = (*pgxpool.Pool)(nil)
+	_ Executor = (pgx.Tx)(nil)
+)
+
+// PoolConfig tunes the pool. MaxConns bounds database concurrency: under
+// overload a bounded pool queues in Go instead of thrashing Postgres locks.
+type PoolConfig struct {
+	// URL is a libpq connection string or URL; empty means libpq defaults
+	// (PGHOST, PGUSER, … environment variables, then the local socket).
+	URL string
+	// MaxConns is the pool size; 0 means 4 per core, at least 8.
+	MaxConns int32
+}
+
+// Open connects a pool and pings it so a bad URL fails at start, not at the
+// first request.
+func Open(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if cfg.MaxConns > 0 {
+		pc.MaxConns = cfg.MaxConns
+	}
+	pc.ConnConfig.RuntimeParams["application_name"] = "invoiced"
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("create pool: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database (%s): %w", describe(pc), err)
+	}
+	return pool, nil
+}
+
+func describe(pc *pgxpool.Config) string {
+	return fmt.Sprintf("host=%s port=%d database=%s user=%s", pc.ConnConfig.Host, pc.ConnConfig.Port, pc.ConnConfig.Database, pc.ConnConfig.User)
+}
+
+// maxTxAttempts bounds WithTx retries: 5 attempts with 5–80 ms jittered
+// backoff cover typical serialization conflicts without hiding a livelock.
+const maxTxAttempts = 5
+
+// WithTx runs fn in a transaction on db, committing when fn returns nil and
+// rolling back on error or panic. Serialization failures (40001) and
+// deadlocks (40P01) rerun the whole function, at most maxTxAttempts times,
+// so fn must not have side effects outside the transaction. Rollback runs
+// under context.WithoutCancel so a cancelled request still releases locks.
+func WithTx(ctx context.Context, db Executor, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	var err error
+	for attempt := 1; attempt <= maxTxAttempts; attempt++ {
+		err = runTx(ctx, db, fn)
+		if err == nil || !retryable(err) || attempt == maxTxAttempts {
+			return err
+		}
+		backoff := time.Duration(5<<(attempt-1)) * time.Millisecond
+		jitter := time.Duration(rand.Int64N(int64(backoff)))
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(backoff/2 + jitter):
+		}
+	}
+	return err
+}
+
+func runTx(ctx context.Context, db Executor, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			panic(p)
+		}
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err = fn(ctx, tx); err != nil {
+		return err
+	}
+	if err = tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "40001" || pgErr.Code == "40P01"
+	}
+	return false
+}
