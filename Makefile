@@ -1,0 +1,37 @@
+# invoiced — see README.md. `make run` and `make test` are the two commands.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/invoiced
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# The local PostgreSQL this project's machines run (trust auth). Override
+# DATABASE_URL to point elsewhere.
+PGHOST_URL ?= postgres://postgres@127.0.0.1:5432
+DATABASE_URL ?= $(PGHOST_URL)/invoiced?sslmode=disable
+INVOICED_TEST_DATABASE_URL ?= $(PGHOST_URL)/postgres?sslmode=disable
+export DATABASE_URL INVOICED_TEST_DATABASE_URL
+
+.PHONY: build run test vet bench-testdb clean
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/invoiced
+
+## run: create the database if missing, migrate, create a first admin if there is none, serve.
+run: build
+	@scripts/dev-db.sh
+	$(BIN) migrate up
+	@scripts/first-admin.sh $(BIN)
+	$(BIN) serve
+
+## test: vet and the whole suite against a real PostgreSQL.
+test: vet
+	$(GO) test -race -count=1 ./...
+
+vet:
+	$(GO) vet ./...
+
+## bench-testdb: what one test's own database costs (target < 150 ms).
+bench-testdb:
+	$(GO) test -run '^$$' -bench BenchmarkPerTestDatabase -benchtime 30x ./store/storetest/
+
+clean:
+	rm -rf bin
