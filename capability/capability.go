@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/invoiced/invoiced/identity"
+	"github.com/jackc/pgx/v5"
 )
 
 // Risk is a capability's risk class (DESIGN.md §2).
@@ -73,4 +74,45 @@ type Handler func(ctx context.Context, call Call) (any, error)
 type Capability struct {
 	Descriptor
 	Handler Handler
+}
+
+// Target is the row a consequential capability acts on, as the gate needs
+// it: locked by the caller, with the version the approval binds to, the
+// amount the quorum policy reads, and the snapshot the approver decides on.
+type Target struct {
+	// Type names the kind of row ("invoice").
+	Type string
+	// ID is the row's id.
+	ID string
+	// Version is the row's optimistic-concurrency version.
+	Version int64
+	// Amount is the total in minor units of Currency (quorum policy).
+	Amount int64
+	// Currency is the ISO 4217 code of Amount.
+	Currency string
+	// Snapshot is the JSON the approver sees: for an invoice, the invoice
+	// with its lines, totals and customer.
+	Snapshot json.RawMessage
+}
+
+// Grant is the proof that the gate consumed an approval in the caller's
+// transaction.
+type Grant struct {
+	// ApprovalID is the consumed approval request.
+	ApprovalID string
+	// InvocationID identifies the consuming invocation in the audit chain.
+	InvocationID string
+}
+
+// Gate authorizes consequential effects (ADR-0010). AuthorizeTx runs inside
+// the caller's transaction after the caller has locked the target row
+// (SELECT … FOR UPDATE) and its state checks passed. On success an approval
+// matching the capability, effective-input hash, target id and version was
+// consumed by this transaction: the caller applies the effect and commits.
+// Otherwise it returns a typed problem (APPROVAL_REQUIRED, APPROVAL_DENIED,
+// APPROVAL_EXPIRED, APPROVAL_STALE); refusals that recorded something (a new
+// pending request, a superseded one) are wrapped with store.CommitAnd so
+// store.WithTx commits them before returning the refusal.
+type Gate interface {
+	AuthorizeTx(ctx context.Context, tx pgx.Tx, call Call, target Target) (Grant, error)
 }

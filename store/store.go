@@ -94,6 +94,23 @@ func WithTx(ctx context.Context, db Executor, fn func(ctx context.Context, tx pg
 	return err
 }
 
+// commitAnd is an error that WithTx commits before returning.
+type commitAnd struct{ err error }
+
+func (c *commitAnd) Error() string { return c.err.Error() }
+func (c *commitAnd) Unwrap() error { return c.err }
+
+// CommitAnd wraps err so that WithTx commits the transaction and then
+// returns err: for refusals that must leave a durable record, such as the
+// pending approval request behind an APPROVAL_REQUIRED answer. Outside
+// WithTx it is just err.
+func CommitAnd(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &commitAnd{err: err}
+}
+
 func runTx(ctx context.Context, db Executor, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
@@ -109,7 +126,14 @@ func runTx(ctx context.Context, db Executor, fn func(ctx context.Context, tx pgx
 		}
 	}()
 	if err = fn(ctx, tx); err != nil {
-		return err
+		var ca *commitAnd
+		if !errors.As(err, &ca) {
+			return err
+		}
+		if cerr := tx.Commit(ctx); cerr != nil {
+			return fmt.Errorf("commit: %w", cerr)
+		}
+		return ca.err
 	}
 	if err = tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)

@@ -106,3 +106,21 @@ func TestMapError(t *testing.T) {
 	err = store.MapError(tx.QueryRow(ctx, "SELECT id::text FROM users WHERE id = $1::text::uuid", "not-a-uuid").Scan(&id), "user")
 	require.True(t, problem.HasCode(err, problem.CodeNotFound), "a malformed id is a 404, not a 500: %v", err)
 }
+
+func TestWithTxCommitAndCommitsThenReturnsTheError(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := storetest.Pool(t)
+	_, err := pool.Exec(ctx, "CREATE TABLE r (v int)")
+	require.NoError(t, err)
+	refusal := problem.Forbidden("recorded, then refused")
+	err = store.WithTx(ctx, pool, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "INSERT INTO r VALUES (7)")
+		require.NoError(t, err)
+		return store.CommitAnd(refusal)
+	})
+	require.Same(t, refusal, err, "the caller gets the refusal itself")
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM r").Scan(&n))
+	require.Equal(t, 1, n, "the record was committed")
+}
