@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"strconv"
+		"strconv"
 	"time"
 
+	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/store"
-	"github.com/jackc/pgx/v5/pgxpool"
-)
+	)
 
 // config is everything serve reads from the environment.
 type config struct {
@@ -89,12 +88,12 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 		return nil
 	}
 	e2 := server.New(cfg.HTTP, log, ready)
-	app, err := newApp(ctx, cfg, pool, log)
+	a, err := app.New(ctx, app.Config{}, pool, log)
 	if err != nil {
 		return err
 	}
-	defer app.Close()
-	app.routes(e2)
+	defer a.Close()
+	a.Routes(e2)
 
 	log.Info("serving", "addr", cfg.HTTP.Addr, "schema_version", latest, "version", version)
 	if err := server.Serve(ctx, e2, cfg.HTTP.Addr, 20*time.Second); err != nil {
@@ -104,17 +103,3 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 	return nil
 }
 
-// app holds the services and handlers that serve wires together.
-type app struct {
-	pool *pgxpool.Pool
-	log  *slog.Logger
-}
-
-// newApp builds services and handlers from the pool: the one place where
-// feature packages are wired to each other.
-func newApp(_ context.Context, _ config, pool *pgxpool.Pool, log *slog.Logger) (*app, error) {
-	return &app{pool: pool, log: log}, nil
-}
-
-// Close releases what newApp started.
-func (a *app) Close() {}
