@@ -17,7 +17,7 @@ var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], envFromOS(), os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
@@ -38,12 +38,11 @@ Every subcommand takes --help. Configuration comes from the environment
 `
 
 // run dispatches a subcommand and returns the process exit status.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, env env, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	env := envFromOS()
 	var err error
 	switch args[0] {
 	case "serve":

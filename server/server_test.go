@@ -1,0 +1,105 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/invoiced/invoiced/server"
+	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
+)
+
+type thing struct {
+	Name  string `json:"name"`
+	Count int64  `json:"count"`
+}
+
+func setup(t *testing.T) *httptest.Server {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := server.DefaultConfig()
+	cfg.BodyLimit = "1K"
+	e := server.New(cfg, log, func(context.Context) error { return nil })
+	e.POST("/things", func(c echo.Context) error {
+		var v thing
+		if err := server.DecodeJSON(c, &v); err != nil {
+			return err
+		}
+		return c.JSON(http.StatusCreated, v)
+	})
+	e.GET("/panic", func(c echo.Context) error { panic("secret internal detail") })
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func problemOf(t *testing.T, resp *http.Response) map[string]any {
+	t.Helper()
+	defer resp.Body.Close()
+	require.Equal(t, server.ProblemContentType, resp.Header.Get("Content-Type"))
+	var m map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
+	require.EqualValues(t, resp.StatusCode, m["status"])
+	require.NotEmpty(t, m["request_id"], "problems carry the request id")
+	return m
+}
+
+func TestEveryErrorIsAProblem(t *testing.T) {
+	t.Parallel()
+	srv := setup(t)
+	cases := []struct {
+		name, method, path, body string
+		status                   int
+		code                     string
+	}{
+		{"unknown route", "GET", "/nope", "", 404, "NOT_FOUND"},
+		{"wrong method", "DELETE", "/things", "", 405, "METHOD_NOT_ALLOWED"},
+		{"malformed json", "POST", "/things", `{"name": "x"`, 400, "MALFORMED_JSON"},
+		{"empty body", "POST", "/things", ``, 400, "MALFORMED_JSON"},
+		{"trailing garbage", "POST", "/things", `{"name":"x"} {}`, 400, "MALFORMED_JSON"},
+		{"unknown field", "POST", "/things", `{"name":"x","bogus":1}`, 422, "VALIDATION_FAILED"},
+		{"wrong type", "POST", "/things", `{"count":"many"}`, 422, "VALIDATION_FAILED"},
+		{"body over limit", "POST", "/things", `{"name":"` + strings.Repeat("x", 2000) + `"}`, 413, "BODY_TOO_LARGE"},
+		{"panic", "GET", "/panic", "", 500, "INTERNAL"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(tc.body))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			require.Equal(t, tc.status, resp.StatusCode)
+			p := problemOf(t, resp)
+			require.Equal(t, tc.code, p["code"])
+			raw, _ := json.Marshal(p)
+			require.NotContains(t, string(raw), "secret internal detail", "no panic value or stack reaches the client")
+			require.NotContains(t, string(raw), "goroutine")
+		})
+	}
+}
+
+func TestFieldErrorsNameTheField(t *testing.T) {
+	t.Parallel()
+	srv := setup(t)
+	resp, err := http.Post(srv.URL+"/things", "application/json", strings.NewReader(`{"count":"many"}`))
+	require.NoError(t, err)
+	p := problemOf(t, resp)
+	errs := p["errors"].([]any)
+	require.Equal(t, "count", errs[0].(map[string]any)["field"])
+}
+
+func TestHealthz(t *testing.T) {
+	t.Parallel()
+	srv := setup(t)
+	resp, err := http.Get(srv.URL + "/healthz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+}
