@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Creates the database named in DATABASE_URL when it does not exist yet.
+# Creates the database named in DATABASE_URL (a postgres:// URL) when it does
+# not exist yet, connecting to the server's `postgres` database to do so.
 set -euo pipefail
 : "${DATABASE_URL:?DATABASE_URL must be set}"
-db=$(python3 -c 'import sys,urllib.parse as u; print(u.urlparse(sys.argv[1]).path.lstrip("/"))' "$DATABASE_URL" 2>/dev/null || true)
-if [ -z "$db" ]; then
-  db=$(sed -E 's#^[a-z]+://[^/]*/([^?]*).*#\1#' <<<"$DATABASE_URL")
+base=${DATABASE_URL%%\?*}          # strip ?query
+query=${DATABASE_URL#"$base"}      # keep ?query (sslmode etc.)
+db=${base##*/}
+server=${base%/*}
+if [ -z "$db" ] || [ "$server" = "$base" ]; then
+  echo "dev-db: DATABASE_URL must look like postgres://user@host:port/dbname" >&2
+  exit 2
 fi
-admin=${DATABASE_URL%%/"$db"*}/postgres
-if ! psql "$admin" -Atqc "SELECT 1 FROM pg_database WHERE datname = '$db'" | grep -q 1; then
+if ! psql "$server/postgres$query" -Atqc "SELECT 1 FROM pg_database WHERE datname = '$db'" | grep -q 1; then
   echo "creating database $db"
-  psql "$admin" -qc "CREATE DATABASE \"$db\""
+  psql "$server/postgres$query" -qc "CREATE DATABASE \"$db\""
 fi

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/migrations"
+	"github.com/invoiced/invoiced/store/storetest"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func invoke(ctx context.Context, e env, args ...string) result {
+	var out, errb bytes.Buffer
+	code := run(ctx, args, e, &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+func migrationCount(t *testing.T) int {
+	t.Helper()
+	entries, err := fs.Glob(migrations.FS(), "*.sql")
+	require.NoError(t, err)
+	return len(entries)
+}
+
+func tableCount(t *testing.T, url string) int {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var n int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'goose_db_version'`).Scan(&n))
+	return n
+}
+
+func TestServeRefusesABehindSchemaNamingTheFix(t *testing.T) {
+	t.Parallel()
+	e := env{"DATABASE_URL": storetest.EmptyURL(t), "INVOICED_ADDR": "127.0.0.1:0"}
+	r := invoke(context.Background(), e, "serve")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "invoiced migrate up")
+	require.Zero(t, tableCount(t, e["DATABASE_URL"]), "serve without --migrate changed nothing")
+}
+
+func TestMigrateUpStatusDownToZeroAndUpAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := env{"DATABASE_URL": storetest.EmptyURL(t)}
+	n := migrationCount(t)
+
+	r := invoke(ctx, e, "migrate", "up")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, n, strings.Count(r.stdout, "applied "))
+	tables := tableCount(t, e["DATABASE_URL"])
+	require.Positive(t, tables)
+
+	r = invoke(ctx, e, "migrate", "status")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, n, strings.Count(r.stdout, " applied "), r.stdout)
+	require.NotContains(t, r.stdout, "pending")
+
+	for i := range n {
+		r = invoke(ctx, e, "migrate", "down")
+		require.Equal(t, 0, r.code, "down #%d: %s", i+1, r.stderr)
+	}
+	r = invoke(ctx, e, "migrate", "version")
+	require.Equal(t, "0\n", r.stdout)
+	require.Zero(t, tableCount(t, e["DATABASE_URL"]), "every down removes what its up made")
+
+	r = invoke(ctx, e, "migrate", "up")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, tables, tableCount(t, e["DATABASE_URL"]))
+	r = invoke(ctx, e, "migrate", "redo")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = invoke(ctx, e, "migrate", "version")
+	require.Equal(t, fmt.Sprintf("%d\n", latestVersion(t)), r.stdout)
+}
+
+func latestVersion(t *testing.T) int64 {
+	t.Helper()
+	db, err := migrations.Open("")
+	require.NoError(t, err)
+	defer db.Close()
+	p, err := migrations.NewProvider(db, nil)
+	require.NoError(t, err)
+	srcs := p.ListSources()
+	return srcs[len(srcs)-1].Version
+}
+
+func TestTwoConcurrentMigrateUpsApplyOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := storetest.EmptyURL(t)
+	e := env{"DATABASE_URL": url}
+	var wg sync.WaitGroup
+	results := make([]result, 2)
+	for i := range results {
+		wg.Add(1)
+		go func() { defer wg.Done(); results[i] = invoke(ctx, e, "migrate", "up") }()
+	}
+	wg.Wait()
+	for _, r := range results {
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	require.Equal(t, migrationCount(t), strings.Count(results[0].stdout+results[1].stdout, "applied "),
+		"each migration applied by exactly one of the two")
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var dups int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT version_id FROM goose_db_version GROUP BY version_id HAVING count(*) > 1) d`).Scan(&dups))
+	require.Zero(t, dups)
+}
+
+func TestUsersCreatePrintsTheTokenAloneOnTheLastLine(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := env{"DATABASE_URL": storetest.URL(t)}
+	r := invoke(ctx, e, "users", "create", "--username", "olga", "--role", "approver")
+	require.Equal(t, 0, r.code, r.stderr)
+	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
+	token := lines[len(lines)-1]
+	require.Regexp(t, `^inv_[A-Za-z0-9_-]{43}$`, token)
+
+	r = invoke(ctx, e, "users", "create", "--username", "olga", "--role", "clerk")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "taken")
+	r = invoke(ctx, e, "users", "create", "--username", "x", "--role", "boss")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "role")
+	r = invoke(ctx, e, "users", "create", "--username", "x")
+	require.Equal(t, 2, r.code, "missing --role is a usage error")
+
+	r = invoke(ctx, e, "tokens", "create", "--username", "olga")
+	require.Equal(t, 0, r.code, r.stderr)
+	lines = strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
+	require.NotEqual(t, token, lines[len(lines)-1])
+	r = invoke(ctx, e, "tokens", "create", "--username", "nobody")
+	require.Equal(t, 1, r.code)
+}
+
+func TestHelpOnEverySubcommand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, args := range [][]string{{"--help"}, {"serve", "--help"}, {"migrate", "--help"}, {"users", "create", "--help"}, {"tokens", "create", "--help"}} {
+		r := invoke(ctx, env{}, args...)
+		require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+		require.NotEmpty(t, r.stdout+r.stderr, "%v says what it does", args)
+	}
+	r := invoke(ctx, env{}, "version")
+	require.Contains(t, r.stdout, "invoiced")
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+func TestServeWithMigrateBecomesReadyAndShutsDownGracefully(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	e := env{"DATABASE_URL": storetest.EmptyURL(t), "INVOICED_ADDR": addr}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan result, 1)
+	go func() { done <- invoke(ctx, e, "serve", "--migrate") }()
+
+	var status int
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		status = resp.StatusCode
+		return status == 200
+	}, 30*time.Second, 50*time.Millisecond)
+
+	cancel()
+	select {
+	case r := <-done:
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Contains(t, r.stdout, `"msg":"stopped"`)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop after its context was cancelled")
+	}
+}
