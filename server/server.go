@@ -26,6 +26,8 @@ type Config struct {
 	// WriteTimeout is 0 (none) because SSE and long polls stream for
 	// minutes; their handlers bound themselves.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// Metrics, when set, records every request and serves /metrics.
+	Metrics *Metrics
 }
 
 // DefaultConfig returns the defaults documented in the README.
@@ -48,6 +50,11 @@ func New(cfg Config, log *slog.Logger, ready func(context.Context) error) *echo.
 
 	e.Use(middleware.RequestID())
 	e.Use(accessLog(log))
+	if cfg.Metrics != nil {
+		// Outside Recover, so a panic is counted as the 500 it becomes.
+		e.Use(cfg.Metrics.Middleware())
+		e.GET("/metrics", cfg.Metrics.Handler())
+	}
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		// The stack goes to the log, never to the client.
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {

@@ -103,3 +103,26 @@ func TestHealthz(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)
 }
+
+func TestMetricsCountRequestsByRoutePattern(t *testing.T) {
+	t.Parallel()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := server.DefaultConfig()
+	cfg.Metrics = server.NewMetrics()
+	e := server.New(cfg, log, func(context.Context) error { return nil })
+	e.GET("/things/:id", func(c echo.Context) error { return c.NoContent(204) })
+	e.GET("/boom", func(c echo.Context) error { panic("x") })
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	for _, p := range []string{"/things/1", "/things/2", "/boom"} {
+		resp, err := http.Get(srv.URL + p)
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	resp, err := http.Get(srv.URL + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	require.Contains(t, string(body), `invoiced_http_requests_total{method="GET",route="/things/:id",status="204"} 2`)
+	require.Contains(t, string(body), `invoiced_http_requests_total{method="GET",route="/boom",status="500"} 1`)
+}

@@ -87,6 +87,9 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 		}
 		return nil
 	}
+	metrics := server.NewMetrics()
+	metrics.RegisterPool(pool)
+	cfg.HTTP.Metrics = metrics
 	e2 := server.New(cfg.HTTP, log, ready)
 	a, err := app.New(ctx, app.Config{}, pool, log)
 	if err != nil {
