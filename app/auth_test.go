@@ -31,13 +31,13 @@ func TestBadCredentialsAre401WithChallenge(t *testing.T) {
 	require.NoError(t, identity.UserSetDisabled(ctx, h.Pool, disabledUser.ID, true))
 
 	cases := map[string][]string{
-		"missing token":   nil,
-		"unknown token":   {"Authorization", "Bearer inv_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},
-		"not a token":     {"Authorization", "Bearer hunter2"},
-		"wrong scheme":    {"Authorization", "Basic YWxpY2U6c2VjcmV0"},
-		"empty bearer":    {"Authorization", "Bearer "},
-		"revoked token":   {"Authorization", "Bearer " + revoked},
-		"disabled user":   {"Authorization", "Bearer " + disabled},
+		"missing token": nil,
+		"unknown token": {"Authorization", "Bearer inv_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},
+		"not a token":   {"Authorization", "Bearer hunter2"},
+		"wrong scheme":  {"Authorization", "Basic YWxpY2U6c2VjcmV0"},
+		"empty bearer":  {"Authorization", "Bearer "},
+		"revoked token": {"Authorization", "Bearer " + revoked},
+		"disabled user": {"Authorization", "Bearer " + disabled},
 	}
 	for name, hdr := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -5,14 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-		"strconv"
+	"strconv"
 	"time"
 
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/store"
-	)
+)
 
 // config is everything serve reads from the environment.
 type config struct {
@@ -105,4 +105,3 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 	log.Info("stopped")
 	return nil
 }
-
