@@ -1,0 +1,460 @@
+package steploop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/confirm"
+	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/steploop/model"
+	"github.com/invoiced/invoiced/store"
+)
+
+// DefaultMaxSteps bounds the model steps of one request: 8 covers a lookup,
+// a follow-up lookup and an answer with room to spare, and stops a model
+// that loops on tool calls before it burns a budget.
+const DefaultMaxSteps = 8
+
+// DefaultLeaseTTL bounds one request's hold on a conversation; the request
+// itself is cut 30 s earlier so it always ends before its lease does.
+const DefaultLeaseTTL = 10 * time.Minute
+
+// Config is what the step loop is built from.
+type Config struct {
+	// DB holds conversations (a pool: the loop runs its own statements).
+	DB store.Executor
+	// Model runs model steps; nil makes /v1/chat answer 503 naming the
+	// settings to set, while the rest of the service works.
+	Model model.Provider
+	// Tools are the capabilities offered to the model.
+	Tools Tools
+	// Frontend are the tools the browser runs (at least ShowInvoice).
+	Frontend []FrontendTool
+	// Confirm is the confirm controller for bound capabilities; required
+	// when Tools has any.
+	Confirm Confirmer
+	// System is the system prompt; empty uses DefaultSystemPrompt.
+	System string
+	// MaxSteps bounds model steps per request; 0 uses DefaultMaxSteps.
+	MaxSteps int
+	// LeaseTTL bounds a request; 0 uses DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// Log receives errors that clients only see as safe messages.
+	Log *slog.Logger
+}
+
+// DefaultSystemPrompt tells the model what it operates and how approvals
+// and confirmations answer.
+const DefaultSystemPrompt = `You are the assistant of an invoicing back office. Use the tools to look ` +
+	`up and change customers and invoices; never invent ids or amounts. Some tools ask the user to confirm ` +
+	`in their browser first. Issuing and deleting invoices need an approver's decision in the back office: ` +
+	`when a tool answers APPROVAL_REQUIRED, tell the user it waits for approval. Tool results with an ` +
+	`"error" member say what happened and what to do next; follow them.`
+
+// Service is the step loop: POST /v1/chat and GET /v1/conversations/{id}.
+type Service struct {
+	cfg        Config
+	toolset    confirm.Toolset
+	frontend   *capability.Registry
+	risks      map[string]capability.Risk
+	modelTools []model.Tool
+}
+
+// New checks cfg and builds the toolset offered to the model.
+func New(cfg Config) (*Service, error) {
+	if cfg.DB == nil || cfg.Tools == nil {
+		return nil, errors.New("steploop: DB and Tools are required")
+	}
+	if cfg.MaxSteps <= 0 {
+		cfg.MaxSteps = DefaultMaxSteps
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.System == "" {
+		cfg.System = DefaultSystemPrompt
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	fr, err := frontendRegistry(cfg.Frontend)
+	if err != nil {
+		return nil, fmt.Errorf("steploop: frontend tools: %w", err)
+	}
+	s := &Service{
+		cfg: cfg,
+		// The toolset runs remote with confirmations in wait mode, stated
+		// explicitly: ADR-0005 (docs/adr/0005-confirmation-mode.md).
+		toolset:  confirm.AgentToolset,
+		frontend: fr,
+		risks:    map[string]capability.Risk{},
+	}
+	for _, d := range cfg.Tools.Descriptors() {
+		if _, dup := fr.Lookup(d.Name); dup {
+			return nil, fmt.Errorf("steploop: %q is both a capability and a frontend tool", d.Name)
+		}
+		if d.Risk == capability.RiskBound && cfg.Confirm == nil {
+			return nil, fmt.Errorf("steploop: bound capability %q needs a confirm controller", d.Name)
+		}
+		s.risks[d.Name] = d.Risk
+		s.modelTools = append(s.modelTools, model.Tool{Name: d.Name, Description: d.Description, Parameters: d.InputSchema})
+	}
+	for _, d := range fr.Descriptors() {
+		s.modelTools = append(s.modelTools, model.Tool{Name: d.Name, Description: d.Description, Parameters: d.InputSchema})
+	}
+	return s, nil
+}
+
+func (s *Service) isFrontend(name string) bool {
+	_, ok := s.frontend.Lookup(name)
+	return ok
+}
+
+// turn is one request running the loop on a leased conversation.
+type turn struct {
+	s     *Service
+	ctx   context.Context
+	lease *Lease
+	p     identity.Principal
+	msgs  []Message
+	ai    int // index of the assistant message this request writes
+	out   *sse
+	texts int
+}
+
+func (t *turn) asst() *Message { return &t.msgs[t.ai] }
+
+// save stores the assistant message; it runs even when the client has
+// gone, so that what completed is kept.
+func (t *turn) save() {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
+	defer cancel()
+	if err := MessagePut(ctx, t.s.cfg.DB, t.lease.ID, t.ai, *t.asst()); err != nil {
+		t.s.cfg.Log.Error("steploop: save message", "conversation", t.lease.ID, "err", err)
+	}
+}
+
+func (t *turn) part(toolCallID string) *Part {
+	ps := t.asst().Parts
+	for i := range ps {
+		if ps[i].IsTool() && ps[i].ToolCallID == toolCallID {
+			return &ps[i]
+		}
+	}
+	return nil
+}
+
+// run applies the reconciled delta and runs model steps.
+func (t *turn) run(d Delta) {
+	t.out.send(chunk{"type": "start", "messageId": t.asst().ID})
+	for _, o := range d.Outputs {
+		p := t.part(o.ToolCallID)
+		if o.IsError {
+			p.State, p.ErrorText = StateOutputError, o.ErrorText
+		} else {
+			p.State, p.Output = StateOutputAvailable, o.Output
+		}
+	}
+	for _, a := range d.Approvals {
+		t.answerApproval(a)
+	}
+	if len(d.Outputs)+len(d.Approvals) > 0 {
+		t.save()
+	}
+	if len(pendingCalls(*t.asst())) > 0 {
+		t.finish("tool-calls")
+		return
+	}
+	t.steps()
+}
+
+func (t *turn) finish(reason string) {
+	t.save()
+	t.out.send(chunk{"type": "finish", "finishReason": reason})
+	t.out.done()
+}
+
+func (t *turn) steps() {
+	for step := 0; step < t.s.cfg.MaxSteps; step++ {
+		if t.ctx.Err() != nil {
+			t.save()
+			return
+		}
+		req := model.Request{System: t.s.cfg.System, Messages: Transcript(t.msgs), Tools: t.s.modelTools}
+		t.out.send(chunk{"type": "start-step"})
+		a := t.asst()
+		a.Parts = append(a.Parts, Part{Type: "step-start"})
+		textIdx, textID := -1, ""
+		res, err := t.s.cfg.Model.Stream(t.ctx, req, func(delta string) error {
+			a := t.asst()
+			if textIdx < 0 {
+				t.texts++
+				textID = fmt.Sprintf("text-%d", t.texts)
+				t.out.send(chunk{"type": "text-start", "id": textID})
+				a.Parts = append(a.Parts, Part{Type: "text", Text: strPtr(""), State: "streaming"})
+				textIdx = len(a.Parts) - 1
+			}
+			*a.Parts[textIdx].Text += delta
+			t.out.send(chunk{"type": "text-delta", "id": textID, "delta": delta})
+			return nil
+		})
+		if textIdx >= 0 {
+			t.out.send(chunk{"type": "text-end", "id": textID})
+			if err == nil {
+				t.asst().Parts[textIdx].State = "done"
+			}
+		}
+		if err != nil {
+			if t.ctx.Err() != nil {
+				// The client went away: the model call is cancelled and
+				// what completed is kept.
+				t.save()
+				return
+			}
+			t.s.cfg.Log.Error("steploop: model step failed", "conversation", t.lease.ID, "err", err)
+			t.save()
+			t.out.send(chunk{"type": "error", "errorText": "The model request failed; the error has been logged. Send the message again to retry."})
+			t.out.done()
+			return
+		}
+		if len(res.ToolCalls) == 0 {
+			t.out.send(chunk{"type": "finish-step"})
+			t.finish("stop")
+			return
+		}
+		wait := false
+		for _, tc := range res.ToolCalls {
+			if t.dispatch(tc) {
+				wait = true
+			}
+		}
+		t.out.send(chunk{"type": "finish-step"})
+		t.save()
+		if wait {
+			t.finish("tool-calls")
+			return
+		}
+	}
+	// Step limit: the results are stored; the model reads them on the
+	// next request (a bare resubmission continues the loop).
+	t.finish("tool-calls")
+}
+
+// dispatch emits a tool call and handles it by kind; it reports whether
+// the call waits for the browser.
+func (t *turn) dispatch(tc model.ToolCall) bool {
+	id := tc.ID
+	if id == "" || t.part(id) != nil || t.seenAnywhere(id) {
+		id = "call_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	}
+	args := strings.TrimSpace(tc.Arguments)
+	validJSON := args != "" && json.Valid([]byte(args)) && strings.HasPrefix(args, "{")
+	var input json.RawMessage
+	switch {
+	case args == "":
+		input = json.RawMessage("{}")
+		validJSON = true
+	case validJSON:
+		input = json.RawMessage(args)
+	default:
+		input = mustJSON(tc.Arguments)
+	}
+	a := t.asst()
+	a.Parts = append(a.Parts, Part{Type: "tool-" + tc.Name, ToolCallID: id, State: StateInputAvailable, Input: input})
+	t.out.send(chunk{"type": "tool-input-available", "toolCallId": id, "toolName": tc.Name, "input": input})
+	p := t.part(id)
+	if !validJSON {
+		t.toolError(p, problem.Invalid("input", "the tool arguments are not a JSON object"))
+		return false
+	}
+	if t.isFrontendCall(tc.Name) {
+		if _, err := t.s.frontend.Prepare(tc.Name, input); err != nil {
+			t.toolError(p, err)
+			return false
+		}
+		return true
+	}
+	risk, ok := t.s.risks[tc.Name]
+	if !ok {
+		t.toolError(p, problem.New(404, capability.CodeUnknownCapability, fmt.Sprintf("there is no tool named %q", tc.Name)))
+		return false
+	}
+	call, err := t.prepare(tc.Name, input)
+	if err != nil {
+		t.toolError(p, err)
+		return false
+	}
+	switch risk {
+	case capability.RiskBound:
+		out, err := t.s.cfg.Confirm.Call(t.ctx, t.confirmRequest(call, id, nil), t.runner(call))
+		if err != nil {
+			t.toolError(p, err)
+			return false
+		}
+		return t.confirmOutcome(p, call, out)
+	default:
+		v, err := t.s.cfg.Tools.Invoke(t.ctx, call)
+		t.toolResult(p, call, v, err)
+		return false
+	}
+}
+
+func (t *turn) isFrontendCall(name string) bool { return t.s.isFrontend(name) }
+
+func (t *turn) seenAnywhere(id string) bool {
+	for _, m := range t.msgs {
+		for _, p := range m.Parts {
+			if p.IsTool() && p.ToolCallID == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (t *turn) prepare(name string, input json.RawMessage) (capability.Call, error) {
+	call, err := t.s.cfg.Tools.Prepare(name, input)
+	if err != nil {
+		return call, err
+	}
+	call.Principal = t.p
+	call.Via = capability.AgentPath(t.lease.ID)
+	return call, nil
+}
+
+func (t *turn) runner(call capability.Call) func(ctx context.Context) (any, error) {
+	return func(ctx context.Context) (any, error) { return t.s.cfg.Tools.Invoke(ctx, call) }
+}
+
+func (t *turn) confirmRequest(call capability.Call, toolCallID string, ev *confirm.Evidence) confirm.Request {
+	return confirm.Request{
+		Capability: call.Name, InputHash: call.InputHash, ConversationID: t.lease.ID,
+		ToolCallID: toolCallID, Principal: t.p.UserID, Evidence: ev,
+	}
+}
+
+// confirmOutcome applies the controller's answer; it reports whether the
+// call now waits for the browser.
+func (t *turn) confirmOutcome(p *Part, call capability.Call, out confirm.Outcome) bool {
+	switch {
+	case out.Pause != nil:
+		p.State = StateApprovalRequested
+		p.Approval = &PartApproval{ID: out.Pause.ID}
+		t.out.send(chunk{"type": "tool-approval-request", "approvalId": out.Pause.ID, "toolCallId": p.ToolCallID})
+		return true
+	case out.Ran:
+		t.toolResult(p, call, out.Output, out.Err)
+	case out.Result != nil && out.Result.Error.Reason == confirm.ReasonDenied:
+		p.State = StateOutputDenied
+		p.ModelResult = mustJSON(out.Result)
+		t.out.send(chunk{"type": "tool-output-denied", "toolCallId": p.ToolCallID})
+	case out.Result != nil:
+		t.outputAvailable(p, out.Result)
+	default:
+		t.toolError(p, errors.New("confirm controller returned no outcome"))
+	}
+	return false
+}
+
+// answerApproval retries a paused bound call with the browser's answer as
+// evidence. The effective input is recomputed from the stored tool call,
+// never the client's copy (ADR-0005).
+func (t *turn) answerApproval(a ApprovalAnswer) {
+	p := t.part(a.ToolCallID)
+	approved := a.Approved
+	p.State = StateApprovalResponded
+	p.Approval = &PartApproval{ID: a.ApprovalID, Approved: &approved, Reason: a.Reason}
+	call, err := t.prepare(p.ToolName(), p.Input)
+	if err != nil {
+		t.toolError(p, err)
+		return
+	}
+	ev := &confirm.Evidence{ConfirmationID: a.ApprovalID, Approved: a.Approved, Reason: a.Reason}
+	out, err := t.s.cfg.Confirm.Call(t.ctx, t.confirmRequest(call, a.ToolCallID, ev), t.runner(call))
+	if err != nil {
+		t.toolError(p, err)
+		return
+	}
+	t.confirmOutcome(p, call, out)
+}
+
+func (t *turn) outputAvailable(p *Part, v any) {
+	p.State, p.Output, p.ErrorText, p.ModelResult = StateOutputAvailable, mustJSON(v), "", nil
+	t.out.send(chunk{"type": "tool-output-available", "toolCallId": p.ToolCallID, "output": p.Output})
+}
+
+// toolResult records a handler's answer. A consequential capability's
+// approval answers become a typed result plus a data-approval part, never
+// a tool-approval-request: stock UIs would hand the decision to the chat
+// user (ADR-0010).
+func (t *turn) toolResult(p *Part, call capability.Call, v any, err error) {
+	if err == nil {
+		t.outputAvailable(p, v)
+		return
+	}
+	if pe, ok := problem.As(err); ok && strings.HasPrefix(pe.Code, "APPROVAL_") {
+		t.approvalResult(p, call, pe)
+		return
+	}
+	t.toolError(p, err)
+}
+
+var approvalGuidance = map[string]string{
+	"APPROVAL_REQUIRED": "This needs an approver's decision in the back office and was not done yet. Tell the user it is waiting for approval; once it is approved, call the tool again with the same input.",
+	"APPROVAL_DENIED":   "An approver denied this, so it was not done. Tell the user; do not retry unless they ask for a changed request.",
+	"APPROVAL_EXPIRED":  "The approval expired before it was used, so nothing was done. Calling the tool again with the same input requests a new approval.",
+	"APPROVAL_STALE":    "The target changed after approval was requested, so nothing was done. Calling the tool again requests approval of the current version.",
+}
+
+func (t *turn) approvalResult(p *Part, call capability.Call, pe *problem.Error) {
+	approvalID, _ := pe.Extra["approval_id"]
+	status, _ := pe.Extra["status"]
+	msg := approvalGuidance[pe.Code]
+	if msg == "" {
+		msg = pe.Detail
+	}
+	t.outputAvailable(p, map[string]any{"error": map[string]any{
+		"code": pe.Code, "approval_id": approvalID, "status": status, "message": msg,
+	}})
+	data := mustJSON(map[string]any{"approval_id": approvalID, "status": status, "capability": call.Name, "target": pe.Extra["target"]})
+	id := fmt.Sprint(approvalID)
+	// A data part with the same id replaces the earlier one, as ai@7
+	// clients do, so both copies of the transcript stay alike.
+	a := t.asst()
+	replaced := false
+	for i := range a.Parts {
+		if a.Parts[i].Type == "data-approval" && a.Parts[i].ID == id {
+			a.Parts[i].Data, replaced = data, true
+		}
+	}
+	if !replaced {
+		a.Parts = append(a.Parts, Part{Type: "data-approval", ID: id, Data: data})
+	}
+	t.out.send(chunk{"type": "data-approval", "id": id, "data": data})
+}
+
+// toolError records a failed call with a message safe to show: a typed
+// problem's detail, or a generic sentence for anything internal, which is
+// logged instead.
+func (t *turn) toolError(p *Part, err error) {
+	code, msg := "INTERNAL", "The tool failed with an internal error; it has been logged."
+	if pe, ok := problem.As(err); ok && pe.Status < 500 {
+		code, msg = pe.Code, pe.Detail
+		for _, f := range pe.Errors {
+			msg += fmt.Sprintf("; %s %s", f.Field, f.Message)
+		}
+	} else {
+		t.s.cfg.Log.Error("steploop: tool failed", "conversation", t.lease.ID, "tool", p.ToolName(), "err", err)
+	}
+	p.State, p.ErrorText, p.Output = StateOutputError, msg, nil
+	p.ModelResult = mustJSON(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	t.out.send(chunk{"type": "tool-output-error", "toolCallId": p.ToolCallID, "errorText": msg})
+}

@@ -1,0 +1,308 @@
+package steploop
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/invoiced/invoiced/problem"
+)
+
+// ChatRequest is the body ai@7's DefaultChatTransport sends: the chat id,
+// the client's whole message list, the trigger and the message id.
+type ChatRequest struct {
+	ID        string            `json:"id"`
+	Messages  []json.RawMessage `json:"messages"`
+	Trigger   string            `json:"trigger"`
+	MessageID *string           `json:"messageId"`
+}
+
+// clientMessage is a client's UIMessage, decoded leniently: clients add
+// members (metadata, providerMetadata, …) that the server ignores.
+type clientMessage struct {
+	ID    string `json:"id"`
+	Role  string `json:"role"`
+	Parts []Part `json:"parts"`
+}
+
+// maxUserText bounds one user message (bytes): 64 KiB is pages of prose,
+// far beyond a chat turn, and keeps one request from filling the context.
+const maxUserText = 64 << 10
+
+// Delta is what a reconciled request adds to the stored transcript: exactly
+// one of a new user message, answers to pending tool calls, or a bare
+// continuation of a loop that stopped at the step limit.
+type Delta struct {
+	NewUser   *Message
+	Outputs   []FrontendOutput
+	Approvals []ApprovalAnswer
+	Continue  bool
+}
+
+// FrontendOutput is the browser's result for a frontend tool call the
+// server issued.
+type FrontendOutput struct {
+	ToolCallID string
+	Output     json.RawMessage
+	ErrorText  string
+	IsError    bool
+}
+
+// ApprovalAnswer is the browser's answer to a confirmation the server
+// issued.
+type ApprovalAnswer struct {
+	ToolCallID string
+	ApprovalID string
+	Approved   bool
+	Reason     string
+}
+
+func mismatch(format string, args ...any) error {
+	return problem.New(http.StatusConflict, CodeTranscriptMismatch,
+		fmt.Sprintf(format, args...)+"; GET /v1/conversations/{id} returns the server's transcript")
+}
+
+// decodeMessages decodes the client's list leniently, part by part.
+func decodeMessages(raw []json.RawMessage) ([]clientMessage, error) {
+	out := make([]clientMessage, len(raw))
+	for i, r := range raw {
+		if err := json.Unmarshal(r, &out[i]); err != nil {
+			return nil, problem.Invalid(fmt.Sprintf("messages.%d", i), "is not a UIMessage: %v", err)
+		}
+	}
+	return out, nil
+}
+
+// Reconcile compares the client's list with the stored transcript
+// (ADR-0002). It accepts one new user message; outputs for pending
+// frontend tool calls; answers to pending confirmations; or, when the
+// stored loop stopped at the step limit with results the model has not
+// read, the unchanged list. Anything else is 409 TRANSCRIPT_MISMATCH and
+// nothing of it is used. isFrontend says which tools run in the browser.
+func Reconcile(stored []Message, client []clientMessage, isFrontend func(string) bool) (Delta, error) {
+	n := len(stored)
+	switch {
+	case len(client) < n:
+		return Delta{}, mismatch("the request holds %d messages but the conversation has %d", len(client), n)
+	case len(client) > n+1:
+		return Delta{}, mismatch("the request adds %d messages; only one new user message is accepted", len(client)-n)
+	}
+	for i := 0; i < n-1; i++ {
+		if err := compareMessage(stored[i], client[i], nil, nil); err != nil {
+			return Delta{}, err
+		}
+	}
+	if len(client) == n+1 {
+		if n > 0 {
+			if err := compareMessage(stored[n-1], client[n-1], nil, nil); err != nil {
+				return Delta{}, err
+			}
+			if pending := pendingCalls(stored[n-1]); len(pending) > 0 {
+				return Delta{}, mismatch("tool call %s is waiting for the browser's answer; answer it before sending a new message", pending[0])
+			}
+		}
+		u, err := newUserMessage(client[n], stored)
+		if err != nil {
+			return Delta{}, err
+		}
+		return Delta{NewUser: u}, nil
+	}
+	if n == 0 {
+		return Delta{}, problem.Invalid("messages", "must hold the new user message")
+	}
+	last := stored[n-1]
+	if last.Role != "assistant" {
+		return Delta{}, mismatch("the request adds nothing to the conversation")
+	}
+	var d Delta
+	if err := compareMessage(last, client[n-1], isFrontend, &d); err != nil {
+		return Delta{}, err
+	}
+	if len(d.Outputs) == 0 && len(d.Approvals) == 0 {
+		if !awaitsModel(last) {
+			return Delta{}, mismatch("the request adds nothing to the conversation")
+		}
+		d.Continue = true
+	}
+	return d, nil
+}
+
+// pendingCalls lists the tool calls of m that wait for the browser.
+func pendingCalls(m Message) []string {
+	var ids []string
+	for _, p := range m.Parts {
+		if p.IsTool() && !p.Resolved() {
+			ids = append(ids, p.ToolCallID)
+		}
+	}
+	return ids
+}
+
+// awaitsModel reports whether m's last step ended in tool results the
+// model has not read yet (the loop stopped at the step limit).
+func awaitsModel(m Message) bool {
+	sawTool := false
+	for i := len(m.Parts) - 1; i >= 0; i-- {
+		p := m.Parts[i]
+		switch {
+		case p.Type == "step-start":
+			return sawTool
+		case p.IsTool():
+			if !p.Resolved() {
+				return false
+			}
+			sawTool = true
+		case p.Type == "text":
+			return false
+		}
+	}
+	return sawTool
+}
+
+func newUserMessage(c clientMessage, stored []Message) (*Message, error) {
+	if c.Role != "user" {
+		return nil, mismatch("the new message must have role user, not %q", c.Role)
+	}
+	if !idRE.MatchString(c.ID) {
+		return nil, problem.Invalid("messages.id", "must be 1–128 letters, digits, '_' or '-'")
+	}
+	for _, s := range stored {
+		if s.ID == c.ID {
+			return nil, mismatch("message id %q is already used in this conversation", c.ID)
+		}
+	}
+	var (
+		parts []Part
+		size  int
+	)
+	for _, p := range c.Parts {
+		if p.Type != "text" || p.Text == nil {
+			return nil, problem.Invalid("messages.parts", "a user message may hold text parts only, not %q", p.Type)
+		}
+		if !utf8.ValidString(*p.Text) {
+			return nil, problem.Invalid("messages.parts.text", "must be valid UTF-8")
+		}
+		size += len(*p.Text)
+		parts = append(parts, Part{Type: "text", Text: strPtr(*p.Text)})
+	}
+	if len(parts) == 0 || size == 0 {
+		return nil, problem.Invalid("messages.parts", "the new user message has no text")
+	}
+	if size > maxUserText {
+		return nil, problem.Invalid("messages.parts.text", "is longer than %d bytes", maxUserText)
+	}
+	return &Message{ID: c.ID, Role: "user", Parts: parts}, nil
+}
+
+// contentParts drops step-start parts: they carry nothing, and a client
+// that lost the connection may hold one more or one fewer than the server.
+func contentParts(ps []Part) []Part {
+	out := make([]Part, 0, len(ps))
+	for _, p := range ps {
+		if p.Type != "step-start" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// compareMessage checks that the client's copy c matches the stored s.
+// With answers non-nil, the transitions of pending tool calls the browser
+// may make are collected there instead of refused.
+func compareMessage(s Message, c clientMessage, isFrontend func(string) bool, answers *Delta) error {
+	if s.ID != c.ID || s.Role != c.Role {
+		return mismatch("message %q (%s) differs from the stored one", c.ID, c.Role)
+	}
+	sp, cp := contentParts(s.Parts), contentParts(c.Parts)
+	if len(sp) != len(cp) {
+		return mismatch("message %q has %d parts; the stored one has %d", s.ID, len(cp), len(sp))
+	}
+	for i := range sp {
+		if err := comparePart(s.ID, sp[i], cp[i], isFrontend, answers); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func comparePart(msgID string, s, c Part, isFrontend func(string) bool, answers *Delta) error {
+	if s.Type != c.Type {
+		return mismatch("message %q: a %q part differs from the stored %q part", msgID, c.Type, s.Type)
+	}
+	switch {
+	case s.Type == "text":
+		st, ct := deref(s.Text), deref(c.Text)
+		// A stream cut off mid-text leaves the client with a prefix of
+		// what the server stored.
+		if st != ct && (s.State != "streaming" || !strings.HasPrefix(st, ct)) {
+			return mismatch("message %q: text differs from the stored text", msgID)
+		}
+		return nil
+	case strings.HasPrefix(s.Type, "data-"):
+		if s.ID != c.ID || !sameJSON(s.Data, c.Data) {
+			return mismatch("message %q: %s part differs from the stored one", msgID, s.Type)
+		}
+		return nil
+	case s.IsTool():
+		return compareTool(msgID, s, c, isFrontend, answers)
+	}
+	return nil
+}
+
+func compareTool(msgID string, s, c Part, isFrontend func(string) bool, answers *Delta) error {
+	if s.ToolCallID != c.ToolCallID {
+		return mismatch("message %q: tool call %q differs from the stored %q", msgID, c.ToolCallID, s.ToolCallID)
+	}
+	if !sameJSON(s.Input, c.Input) {
+		return mismatch("tool call %s: its input differs from the input the model gave", s.ToolCallID)
+	}
+	if s.State == c.State {
+		switch s.State {
+		case StateOutputAvailable:
+			if !sameJSON(s.Output, c.Output) {
+				return mismatch("tool call %s: its output differs from the stored output", s.ToolCallID)
+			}
+		case StateOutputError:
+			if s.ErrorText != c.ErrorText {
+				return mismatch("tool call %s: its error differs from the stored error", s.ToolCallID)
+			}
+		case StateApprovalRequested:
+			if c.Approval == nil || s.Approval == nil || c.Approval.ID != s.Approval.ID {
+				return mismatch("tool call %s: its confirmation differs from the one issued", s.ToolCallID)
+			}
+		}
+		return nil
+	}
+	if answers != nil {
+		switch {
+		case s.State == StateInputAvailable && isFrontend != nil && isFrontend(s.ToolName()) &&
+			(c.State == StateOutputAvailable || c.State == StateOutputError):
+			if c.State == StateOutputError {
+				answers.Outputs = append(answers.Outputs, FrontendOutput{ToolCallID: s.ToolCallID, ErrorText: c.ErrorText, IsError: true})
+			} else {
+				out := c.Output
+				if len(out) == 0 {
+					out = json.RawMessage("null")
+				}
+				answers.Outputs = append(answers.Outputs, FrontendOutput{ToolCallID: s.ToolCallID, Output: out})
+			}
+			return nil
+		case s.State == StateApprovalRequested && c.State == StateApprovalResponded &&
+			s.Approval != nil && c.Approval != nil && c.Approval.ID == s.Approval.ID && c.Approval.Approved != nil:
+			answers.Approvals = append(answers.Approvals, ApprovalAnswer{
+				ToolCallID: s.ToolCallID, ApprovalID: s.Approval.ID, Approved: *c.Approval.Approved, Reason: c.Approval.Reason,
+			})
+			return nil
+		}
+	}
+	return mismatch("tool call %s: state %q cannot become %q from the client", s.ToolCallID, s.State, c.State)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,153 @@
+package steploop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// Problem codes of the step loop.
+const (
+	// CodeConversationBusy: another request is running this conversation.
+	CodeConversationBusy = "CONVERSATION_BUSY"
+	// CodeTranscriptMismatch: the client's message list differs from the
+	// stored transcript in a way ADR-0002 does not accept.
+	CodeTranscriptMismatch = "TRANSCRIPT_MISMATCH"
+	// CodeModelNotConfigured: no model provider is configured.
+	CodeModelNotConfigured = "MODEL_NOT_CONFIGURED"
+)
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// Conversation is a chat owned by the principal that opened it.
+type Conversation struct {
+	ID        string    `json:"id"`
+	OwnerID   uuid.UUID `json:"owner_id"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Lease is a held conversation: only its holder runs the loop on it.
+type Lease struct {
+	Conversation
+	token uuid.UUID
+}
+
+// ConversationAcquire opens the conversation id for owner, creating it when
+// new, and takes its busy lease for ttl. Another owner's conversation is
+// 404 (indistinguishable from none); a conversation whose lease is held is
+// 409 CONVERSATION_BUSY. One statement decides, so of two concurrent
+// requests exactly one gets the lease.
+func ConversationAcquire(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration) (*Lease, error) {
+	if !idRE.MatchString(id) {
+		return nil, problem.Invalid("id", "must be 1–128 letters, digits, '_' or '-'")
+	}
+	token := uuid.New()
+	var l Lease
+	err := db.QueryRow(ctx, `
+		INSERT INTO conversations (id, owner_id, busy_token, busy_until)
+		VALUES ($1, $2, $3, now() + $4::interval)
+		ON CONFLICT (id) DO UPDATE
+		   SET busy_token = EXCLUDED.busy_token, busy_until = EXCLUDED.busy_until, updated_at = now()
+		 WHERE conversations.owner_id = EXCLUDED.owner_id
+		   AND (conversations.busy_until IS NULL OR conversations.busy_until < now())
+		RETURNING id, owner_id, created_at, updated_at`,
+		id, owner, token, fmt.Sprintf("%d milliseconds", ttl.Milliseconds()),
+	).Scan(&l.ID, &l.OwnerID, &l.CreatedAt, &l.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		var other uuid.UUID
+		err := db.QueryRow(ctx, `SELECT owner_id FROM conversations WHERE id = $1`, id).Scan(&other)
+		if err != nil || other != owner {
+			return nil, problem.NotFound("conversation")
+		}
+		return nil, problem.Conflict(CodeConversationBusy, "another request is running this conversation; retry when it has finished")
+	}
+	if err != nil {
+		return nil, store.MapError(err, "conversation")
+	}
+	l.token = token
+	return &l, nil
+}
+
+// ConversationRelease gives the lease back.
+func ConversationRelease(ctx context.Context, db store.Executor, l *Lease) error {
+	_, err := db.Exec(ctx, `
+		UPDATE conversations SET busy_token = NULL, busy_until = NULL, updated_at = now()
+		 WHERE id = $1 AND busy_token = $2`, l.ID, l.token)
+	return store.MapError(err, "conversation")
+}
+
+// ConversationGet returns the owner's conversation; others' are 404.
+func ConversationGet(ctx context.Context, db store.Executor, id string, owner uuid.UUID) (*Conversation, error) {
+	if !idRE.MatchString(id) {
+		return nil, problem.NotFound("conversation")
+	}
+	var c Conversation
+	err := db.QueryRow(ctx, `
+		SELECT id, owner_id, created_at, updated_at FROM conversations
+		 WHERE id = $1 AND owner_id = $2`, id, owner).Scan(&c.ID, &c.OwnerID, &c.CreatedAt, &c.UpdatedAt)
+	if err != nil {
+		return nil, store.MapError(err, "conversation")
+	}
+	return &c, nil
+}
+
+// MessageList returns a conversation's messages in order.
+func MessageList(ctx context.Context, db store.Executor, conversationID string) ([]Message, error) {
+	rows, err := db.Query(ctx, `
+		SELECT id, role, parts FROM conversation_messages
+		 WHERE conversation_id = $1 ORDER BY position`, conversationID)
+	if err != nil {
+		return nil, store.MapError(err, "messages")
+	}
+	msgs, err := pgx.CollectRows(rows, scanMessage)
+	if err != nil {
+		return nil, store.MapError(err, "messages")
+	}
+	return msgs, nil
+}
+
+func scanMessage(row pgx.CollectableRow) (Message, error) {
+	var (
+		m     Message
+		parts []byte
+	)
+	if err := row.Scan(&m.ID, &m.Role, &parts); err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(parts, &m.Parts); err != nil {
+		return m, fmt.Errorf("message %s: parts: %w", m.ID, err)
+	}
+	return m, nil
+}
+
+// MessagePut stores m at position, replacing what was there (the assistant
+// message grows step by step).
+func MessagePut(ctx context.Context, db store.Executor, conversationID string, position int, m Message) error {
+	parts, err := json.Marshal(m.Parts)
+	if err != nil {
+		return fmt.Errorf("marshal parts: %w", err)
+	}
+	if m.Parts == nil {
+		parts = []byte("[]")
+	}
+	_, err = db.Exec(ctx, `
+		INSERT INTO conversation_messages (conversation_id, position, id, role, parts)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (conversation_id, position) DO UPDATE
+		   SET parts = EXCLUDED.parts, updated_at = now()`,
+		conversationID, position, m.ID, m.Role, parts)
+	if store.IsUniqueViolation(err, "conversation_messages_id_key") {
+		return problem.New(http.StatusConflict, CodeTranscriptMismatch, fmt.Sprintf("message id %q is already used in this conversation", m.ID))
+	}
+	return store.MapError(err, "message")
+}
