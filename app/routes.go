@@ -12,11 +12,14 @@ func (a *App) Routes(e *echo.Echo) {
 	// Authentication is a global middleware limited to /v1 rather than
 	// group middleware: Echo answers 404 instead of 405 for a known path
 	// with the wrong method when a group has middleware.
-	e.Use(onlyUnder("/v1/", identity.Authenticate(a.pool, nil)))
+	e.Use(onlyUnder("/v1/", identity.Authenticate(a.pool, a.web.SessionLookup)))
 	v1 := e.Group("/v1")
 
 	me := &identity.Handler{DB: a.pool}
 	v1.GET("/me", me.Me)
+
+	// The back-office inbox: HTML pages outside /v1 (DESIGN.md §6).
+	a.web.Mount(e)
 }
 
 // onlyUnder applies m to requests whose path starts with prefix.

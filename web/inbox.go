@@ -1,0 +1,264 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/approvals"
+	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/labstack/echo/v4"
+)
+
+// Deps are the services the pages call; app wires them.
+type Deps struct {
+	// Policy is the approvals policy the decisions run under.
+	Policy approvals.Policy
+}
+
+// recentDecisions is how many decided requests the inbox shows under the
+// pending ones: a screenful, enough to see what colleagues just did.
+const recentDecisions = 20
+
+// pendingLimit bounds the pending list; a backlog beyond 100 is a problem
+// no page layout solves, and the list says when it is cut.
+const pendingLimit = 100
+
+func (h *Handler) mountPages(e *echo.Echo, sec echo.MiddlewareFunc) {
+	e.GET("/inbox", h.page(h.inbox), sec)
+	e.GET("/approvals/:id", h.page(h.approval), sec)
+	e.POST("/approvals/:id/approve", h.page(h.decide(approvals.DecisionApprove)), sec)
+	e.POST("/approvals/:id/deny", h.page(h.decide(approvals.DecisionDeny)), sec)
+	e.GET("/invoices", h.page(h.invoices), sec)
+	e.GET("/invoices/:id", h.page(h.invoice), sec)
+}
+
+// requestRow is one line of the inbox.
+type requestRow struct {
+	ID           string
+	Capability   string
+	Status       string
+	Target       string
+	TargetURL    string
+	Amount       int64
+	Currency     string
+	RequestedBy  string
+	Via          string
+	ViaAgent     bool
+	Conversation string
+	CreatedAt    time.Time
+	ExpiresAt    time.Time
+	DecidedAt    *time.Time
+	Approvals    int
+	Required     int
+	Number       string
+}
+
+type inboxView struct {
+	Pending    []requestRow
+	Recent     []requestRow
+	Truncated  bool
+	EventsURL  string
+	CanDecide  bool
+	ViewerName string
+}
+
+// viaLabel explains how a request arrived: a REST call, a UI binding, or
+// an agent acting in a conversation for the requester.
+func viaLabel(via string) (label string, agent bool, conversation string) {
+	switch {
+	case strings.HasPrefix(via, "agent:"):
+		return "agent", true, strings.TrimPrefix(via, "agent:")
+	case via == "rest":
+		return "REST API", false, ""
+	case via == "binding":
+		return "UI binding", false, ""
+	}
+	return via, false, ""
+}
+
+func rowOf(a *approvals.Approval) requestRow {
+	label, agent, conv := viaLabel(a.RequestedVia)
+	r := requestRow{
+		ID: a.ID.String(), Capability: a.Capability, Status: string(a.Status),
+		Target: a.Target.Type + " " + a.Target.ID, Amount: a.Amount, Currency: a.Currency,
+		RequestedBy: a.RequestedBy.Username, Via: label, ViaAgent: agent, Conversation: conv,
+		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, DecidedAt: a.DecidedAt,
+		Approvals: a.Approvals, Required: a.RequiredApprovals,
+	}
+	if a.Target.Type == "invoice" {
+		r.TargetURL = "/invoices/" + a.Target.ID
+		r.Target = "invoice"
+		var snap snapshotView
+		if json.Unmarshal(a.Snapshot, &snap) == nil {
+			if snap.Customer.Name != "" {
+				r.Target = "invoice for " + snap.Customer.Name
+			}
+			if snap.Number != nil {
+				r.Number = *snap.Number
+			}
+		}
+	}
+	return r
+}
+
+// inbox lists pending requests oldest first (the one waiting longest is
+// the one to decide next), then the most recent decisions.
+func (h *Handler) inbox(c echo.Context, s *Session) error {
+	ctx := c.Request().Context()
+	pending, more, err := approvals.ApprovalList(ctx, h.db, approvals.ListParams{Status: approvals.StatusPending, Limit: pendingLimit})
+	if err != nil {
+		return err
+	}
+	slices.Reverse(pending)
+	recent, _, err := approvals.ApprovalList(ctx, h.db, approvals.ListParams{Limit: recentDecisions + pendingLimit})
+	if err != nil {
+		return err
+	}
+	v := inboxView{Truncated: more, EventsURL: "/v1/approvals/events", CanDecide: s.User.Role.CanDecide(), ViewerName: s.User.Username}
+	for _, a := range pending {
+		v.Pending = append(v.Pending, rowOf(a))
+	}
+	for _, a := range recent {
+		if a.Status == approvals.StatusPending {
+			continue
+		}
+		if len(v.Recent) == recentDecisions {
+			break
+		}
+		v.Recent = append(v.Recent, rowOf(a))
+	}
+	d := h.data(c, s, "Inbox")
+	d.Data = v
+	return h.render(c, http.StatusOK, "inbox", d)
+}
+
+// snapshotView is the invoice as the approver decides on it, read from the
+// request's snapshot JSON (the invoice representation of the invoices
+// package: DESIGN.md issue 3 names these fields).
+type snapshotView struct {
+	ID         string  `json:"id"`
+	Status     string  `json:"status"`
+	Number     *string `json:"number"`
+	Series     string  `json:"series"`
+	CustomerID string  `json:"customer_id"`
+	Customer   struct {
+		ID    string `json:"id"`
+		Name  string `json:"name"`
+		Email string `json:"email"`
+	} `json:"customer"`
+	Currency string `json:"currency"`
+	DueDate  string `json:"due_date"`
+	Memo     string `json:"memo"`
+	Lines    []struct {
+		Description string `json:"description"`
+		Quantity    int64  `json:"quantity"`
+		UnitAmount  int64  `json:"unit_amount"`
+		TaxRateBPS  int64  `json:"tax_rate_bps"`
+		Amount      int64  `json:"amount"`
+		TaxAmount   int64  `json:"tax_amount"`
+	} `json:"lines"`
+	Subtotal int64 `json:"subtotal"`
+	TaxTotal int64 `json:"tax_total"`
+	Total    int64 `json:"total"`
+	Version  int64 `json:"version"`
+}
+
+type approvalView struct {
+	Row        requestRow
+	A          *approvals.Approval
+	Snapshot   *snapshotView
+	RawSnap    string
+	Stale      bool
+	StaleNote  string
+	CanDecide  bool
+	WhyNot     string
+	Decisions  []approvals.Decision
+	NumberNote string
+	Reason     string
+}
+
+func parseID(c echo.Context, what string) (uuid.UUID, error) {
+	id, err := uuid.Parse(c.Param("id"))
+	if err != nil {
+		return uuid.Nil, problem.NotFound(what)
+	}
+	return id, nil
+}
+
+// whyNotDecide says why viewer may not decide a; "" means they may. The
+// server refuses the same cases in approvals; this only hides buttons.
+func whyNotDecide(viewer *identity.User, a *approvals.Approval) string {
+	switch {
+	case !viewer.Role.CanDecide():
+		return "Your role (" + string(viewer.Role) + ") may not decide approval requests."
+	case viewer.ID == a.RequestedBy.ID:
+		return "You asked for this approval, so someone else must decide it."
+	case a.Status != approvals.StatusPending:
+		return "This request is " + string(a.Status) + "; it can no longer be decided."
+	}
+	for _, d := range a.Decisions {
+		if d.Approver.ID == viewer.ID {
+			return "You have already decided this request; it waits for another approver."
+		}
+	}
+	return ""
+}
+
+func (h *Handler) approvalData(c echo.Context, s *Session) (*pageData, error) {
+	id, err := parseID(c, "approval")
+	if err != nil {
+		return nil, err
+	}
+	a, err := approvals.ApprovalGetByID(c.Request().Context(), h.db, id)
+	if err != nil {
+		return nil, err
+	}
+	v := &approvalView{Row: rowOf(a), A: a, Decisions: a.Decisions}
+	var snap snapshotView
+	if len(a.Snapshot) > 0 && json.Unmarshal(a.Snapshot, &snap) == nil && snap.Currency != "" {
+		v.Snapshot = &snap
+	} else {
+		v.RawSnap = string(a.Snapshot)
+	}
+	if a.Status == approvals.StatusSuperseded {
+		v.Stale = true
+		v.StaleNote = "The invoice changed after this request was made, so this request is superseded. What is shown is the old version; a new request is created when the invoice is issued again."
+	} else if cur, ok := h.currentVersion(c, a); ok && cur != a.Target.Version && a.Status.Open() {
+		v.Stale = true
+		v.StaleNote = "The invoice has changed since this request was made (version " +
+			itoa(a.Target.Version) + " then, " + itoa(cur) + " now). Approving it will not let the changed invoice be issued."
+	}
+	v.WhyNot = whyNotDecide(s.User, a)
+	v.CanDecide = v.WhyNot == "" && !v.Stale
+	if v.WhyNot == "" && v.Stale {
+		v.WhyNot = "This request is stale; it cannot be decided."
+	}
+	d := h.data(c, s, a.Capability+" request")
+	d.Data = v
+	return d, nil
+}
+
+// approval shows one request: the snapshot the approver decides on, its
+// state, the decisions so far, and the decide forms where the viewer may
+// decide.
+func (h *Handler) approval(c echo.Context, s *Session) error {
+	d, err := h.approvalData(c, s)
+	if err != nil {
+		return err
+	}
+	switch c.QueryParam("done") {
+	case "approve":
+		d.Notice = "You approved this request."
+	case "deny":
+		d.Notice = "You denied this request."
+	}
+	return h.render(c, http.StatusOK, "approval", d)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

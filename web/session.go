@@ -1,0 +1,122 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/store"
+)
+
+// Session is a signed-in browser: the user and the CSRF token its forms
+// carry. The session id itself is never kept beyond the cookie.
+type Session struct {
+	User      *identity.User
+	CSRFToken string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// sessionTouchGranularity bounds last_seen_at writes to one per session per
+// minute, so a page view stays a read.
+const sessionTouchGranularity = time.Minute
+
+func randomToken() (string, error) {
+	var raw [32]byte // 256 bits
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", fmt.Errorf("session entropy: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(raw[:]), nil
+}
+
+func sessionHash(id string) []byte {
+	sum := sha256.Sum256([]byte(id))
+	return sum[:]
+}
+
+// SessionCreate starts a session for userID that ends at the latest after
+// absolute; it returns the id for the cookie, shown this once.
+func SessionCreate(ctx context.Context, db store.Executor, userID uuid.UUID, absolute time.Duration) (id string, s *Session, err error) {
+	id, err = randomToken()
+	if err != nil {
+		return "", nil, err
+	}
+	csrf, err := randomToken()
+	if err != nil {
+		return "", nil, err
+	}
+	s = &Session{CSRFToken: csrf}
+	err = db.QueryRow(ctx, `
+		INSERT INTO web_sessions (id_sha256, user_id, csrf_token, expires_at)
+		VALUES ($1, $2, $3, now() + make_interval(secs => $4))
+		RETURNING created_at, expires_at`, sessionHash(id), userID, csrf, absolute.Seconds()).Scan(&s.CreatedAt, &s.ExpiresAt)
+	if err != nil {
+		return "", nil, store.MapError(err, "session")
+	}
+	return id, s, nil
+}
+
+// errNoSession is what every unusable session id becomes: unknown, ended,
+// idle too long, past its absolute expiry, or its user disabled.
+var errNoSession = problem.Unauthenticated("sign in to continue")
+
+// SessionGet returns the live session with id, refreshing its idle clock;
+// any session that is not live is a 401.
+func SessionGet(ctx context.Context, db store.Executor, id string, idle time.Duration) (*Session, error) {
+	if id == "" || len(id) > 128 {
+		return nil, errNoSession
+	}
+	var (
+		s        Session
+		u        identity.User
+		lastSeen time.Time
+	)
+	err := db.QueryRow(ctx, `
+		SELECT u.id, u.username, u.display_name, u.role, u.disabled, u.version, u.created_at, u.updated_at,
+		       s.csrf_token, s.created_at, s.expires_at, s.last_seen_at
+		FROM web_sessions s JOIN users u ON u.id = s.user_id
+		WHERE s.id_sha256 = $1 AND NOT u.disabled
+		  AND s.expires_at > now() AND s.last_seen_at > now() - make_interval(secs => $2)`,
+		sessionHash(id), idle.Seconds()).
+		Scan(&u.ID, &u.Username, &u.DisplayName, &u.Role, &u.Disabled, &u.Version, &u.CreatedAt, &u.UpdatedAt,
+			&s.CSRFToken, &s.CreatedAt, &s.ExpiresAt, &lastSeen)
+	if err != nil {
+		if pe, ok := problem.As(store.MapError(err, "session")); ok && pe.Code == problem.CodeNotFound {
+			return nil, errNoSession
+		}
+		return nil, store.MapError(err, "session")
+	}
+	if time.Since(lastSeen) > sessionTouchGranularity {
+		if _, err := db.Exec(ctx, `UPDATE web_sessions SET last_seen_at = now() WHERE id_sha256 = $1`, sessionHash(id)); err != nil {
+			return nil, store.MapError(err, "session")
+		}
+	}
+	u.CreatedAt, u.UpdatedAt = u.CreatedAt.UTC(), u.UpdatedAt.UTC()
+	s.User = &u
+	return &s, nil
+}
+
+// SessionDelete ends the session with id; ending one that is already gone
+// is not an error, so signing out twice is harmless.
+func SessionDelete(ctx context.Context, db store.Executor, id string) error {
+	_, err := db.Exec(ctx, `DELETE FROM web_sessions WHERE id_sha256 = $1`, sessionHash(id))
+	return store.MapError(err, "session")
+}
+
+// SessionSweep deletes sessions past their absolute or idle expiry and
+// returns how many; serve runs it periodically.
+func SessionSweep(ctx context.Context, db store.Executor, idle time.Duration) (int64, error) {
+	tag, err := db.Exec(ctx, `
+		DELETE FROM web_sessions
+		WHERE expires_at <= now() OR last_seen_at <= now() - make_interval(secs => $1)`, idle.Seconds())
+	if err != nil {
+		return 0, store.MapError(err, "session")
+	}
+	return tag.RowsAffected(), nil
+}
