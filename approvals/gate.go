@@ -1,0 +1,312 @@
+package approvals
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/audit"
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// Gate is the transactional approval gate of ADR-0010. It holds no
+// connection: it runs in the caller's transaction, after the caller locked
+// the target row and its state checks passed.
+type Gate struct {
+	policy Policy
+}
+
+var _ capability.Gate = (*Gate)(nil)
+
+// NewGate returns a gate applying policy (zero fields take defaults).
+func NewGate(policy Policy) *Gate { return &Gate{policy: policy.withDefaults()} }
+
+// Policy returns the gate's policy with defaults filled.
+func (g *Gate) Policy() Policy { return g.policy }
+
+var inputHashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// AuthorizeTx implements capability.Gate. It looks at the latest request
+// for the binding (capability, target, effective-input hash) and:
+//   - approved, same target version, unexpired: consumes it and returns
+//     the Grant (the caller applies the effect and commits);
+//   - pending, same version: APPROVAL_REQUIRED with its id (reuse);
+//   - open but for an older target version: marks it superseded and
+//     answers APPROVAL_STALE; the next call requests anew;
+//   - open but past its expiry: marks it expired, APPROVAL_EXPIRED;
+//   - denied, same version: APPROVAL_DENIED (asking again for the very
+//     content an approver refused needs a changed target);
+//   - none, or closed otherwise: a new pending request, APPROVAL_REQUIRED,
+//     unless no eligible approver exists (NO_ELIGIBLE_APPROVER, nothing
+//     written).
+//
+// Refusals that wrote something are wrapped with store.CommitAnd.
+func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call, target capability.Target) (capability.Grant, error) {
+	if err := checkCall(call, target); err != nil {
+		return capability.Grant{}, problem.Internal(err)
+	}
+	now := g.policy.now()
+	a, found, err := approvalLatestForUpdate(ctx, tx, call.Name, target.Type, target.ID, call.InputHash)
+	if err != nil {
+		return capability.Grant{}, err
+	}
+	if !found {
+		return capability.Grant{}, g.request(ctx, tx, call, target, now)
+	}
+	if a.Target.Version != target.Version {
+		if a.Status.Open() {
+			return capability.Grant{}, g.supersede(ctx, tx, call, a, target, now)
+		}
+		return capability.Grant{}, g.request(ctx, tx, call, target, now)
+	}
+	switch a.Status {
+	case StatusPending, StatusApproved:
+		if !now.Before(a.ExpiresAt) {
+			if err := approvalExpireTx(ctx, tx, a, now, true, eventActor{via: string(call.Via), id: call.Principal.UserID.String(), name: call.Principal.Username}); err != nil {
+				return capability.Grant{}, err
+			}
+			return capability.Grant{}, store.CommitAnd(expiredProblem(a))
+		}
+		if a.Status == StatusPending {
+			if err := decisionsLoad(ctx, tx, []*Approval{a}); err != nil {
+				return capability.Grant{}, err
+			}
+			return capability.Grant{}, requiredProblem(a)
+		}
+		return g.consume(ctx, tx, call, a, now)
+	case StatusDenied:
+		if err := decisionsLoad(ctx, tx, []*Approval{a}); err != nil {
+			return capability.Grant{}, err
+		}
+		return capability.Grant{}, deniedProblem(a)
+	case StatusExpired:
+		if !a.expiryReported {
+			if _, err := tx.Exec(ctx, `UPDATE approval_requests SET expiry_reported_at = $2 WHERE id = $1`, a.ID, now); err != nil {
+				return capability.Grant{}, store.MapError(err, "approval")
+			}
+			return capability.Grant{}, store.CommitAnd(expiredProblem(a))
+		}
+	}
+	// Cancelled, superseded, consumed, or an expiry already reported: the
+	// caller asks anew.
+	return capability.Grant{}, g.request(ctx, tx, call, target, now)
+}
+
+func checkCall(call capability.Call, target capability.Target) error {
+	switch {
+	case call.Name == "":
+		return errors.New("approvals gate: call without a capability name")
+	case call.Principal.UserID == uuid.Nil:
+		return errors.New("approvals gate: call without a principal")
+	case !inputHashRE.MatchString(call.InputHash):
+		return fmt.Errorf("approvals gate: input hash %q is not hex SHA-256", call.InputHash)
+	case !json.Valid(call.Input):
+		return errors.New("approvals gate: input is not JSON")
+	case target.Type == "" || target.ID == "":
+		return errors.New("approvals gate: target without type or id")
+	case len(target.Snapshot) > 0 && !json.Valid(target.Snapshot):
+		return errors.New("approvals gate: snapshot is not JSON")
+	}
+	return nil
+}
+
+// approvalLatestForUpdate returns the newest request of a binding, locked,
+// and whether there is one.
+func approvalLatestForUpdate(ctx context.Context, tx pgx.Tx, capName, targetType, targetID, inputHash string) (*Approval, bool, error) {
+	a, err := scanApproval(tx.QueryRow(ctx, `SELECT `+approvalColumns+approvalFrom+`
+		WHERE r.capability = $1 AND r.target_type = $2 AND r.target_id = $3 AND r.input_hash = $4
+		ORDER BY r.created_at DESC, r.id DESC LIMIT 1 FOR UPDATE OF r`, capName, targetType, targetID, inputHash))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, store.MapError(err, "approval")
+	}
+	return a, true, nil
+}
+
+// eventActor is who caused an audit event and by which path.
+type eventActor struct {
+	id, name, via string
+}
+
+func (e eventActor) event(typ string, a *Approval, data map[string]any) audit.Event {
+	if data == nil {
+		data = map[string]any{}
+	}
+	data["capability"] = a.Capability
+	data["target_type"] = a.Target.Type
+	data["target_id"] = a.Target.ID
+	data["target_version"] = a.Target.Version
+	data["status"] = string(a.Status)
+	return audit.Event{Type: typ, ActorID: e.id, Actor: e.name, Via: e.via, SubjectType: "approval", SubjectID: a.ID.String(), Data: data}
+}
+
+// systemActor is the sweep's identity in the audit chain.
+var systemActor = eventActor{name: "system", via: "system"}
+
+func callActor(call capability.Call) eventActor {
+	return eventActor{id: call.Principal.UserID.String(), name: call.Principal.Username, via: string(call.Via)}
+}
+
+// requestReason takes an optional "reason" member of the effective input,
+// which is what the requester (or the model) said the call is for.
+func requestReason(input json.RawMessage) string {
+	var v struct {
+		Reason string `json:"reason"`
+	}
+	_ = json.Unmarshal(input, &v) // input was validated as JSON; a non-string reason is no reason
+	r := strings.TrimSpace(v.Reason)
+	if len(r) > 2000 {
+		r = r[:2000]
+	}
+	return r
+}
+
+// request creates a pending request for the call, unless no eligible
+// approver could ever decide it.
+func (g *Gate) request(ctx context.Context, tx pgx.Tx, call capability.Call, target capability.Target, now time.Time) error {
+	required := g.policy.Required(call.Name, target.Amount, target.Currency)
+	var eligible int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM users WHERE role IN ('approver', 'admin') AND NOT disabled AND id <> $1`,
+		call.Principal.UserID).Scan(&eligible); err != nil {
+		return store.MapError(err, "approvers")
+	}
+	if eligible < required {
+		e := problem.New(http.StatusForbidden, CodeNoEligibleApprover, fmt.Sprintf(
+			"%s needs %d approver(s) other than the requester, and only %d enabled approver or admin user(s) other than you exist; ask an admin to add an approver",
+			call.Name, required, eligible))
+		e.Extra = map[string]any{"required_approvals": required, "eligible_approvers": eligible}
+		return e
+	}
+	snapshot := target.Snapshot
+	if len(snapshot) == 0 {
+		snapshot = json.RawMessage(`{}`)
+	}
+	id := uuid.Must(uuid.NewV7())
+	_, err := tx.Exec(ctx, `
+		INSERT INTO approval_requests (id, capability, input_hash, input, target_type, target_id, target_version,
+			amount, currency, snapshot, status, requested_by, requested_via, reason, required_approvals,
+			created_at, updated_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $15, $16)`,
+		id, call.Name, call.InputHash, string(call.Input), target.Type, target.ID, target.Version,
+		target.Amount, target.Currency, string(snapshot), call.Principal.UserID, string(call.Via), requestReason(call.Input), required,
+		now, now.Add(g.policy.PendingTTL))
+	if err != nil {
+		return store.MapError(err, "approval")
+	}
+	a, err := approvalGet(ctx, tx, id, "")
+	if err != nil {
+		return err
+	}
+	if _, err := audit.AppendTx(ctx, tx, callActor(call).event("approval.requested", a, map[string]any{
+		"input_hash": a.InputHash, "amount": a.Amount, "currency": a.Currency, "required_approvals": required,
+	})); err != nil {
+		return err
+	}
+	if err := notifyTx(ctx, tx, a); err != nil {
+		return err
+	}
+	return store.CommitAnd(requiredProblem(a))
+}
+
+// supersede closes an open request whose target moved on.
+func (g *Gate) supersede(ctx context.Context, tx pgx.Tx, call capability.Call, a *Approval, target capability.Target, now time.Time) error {
+	if err := approvalSetStatus(ctx, tx, a, StatusSuperseded, now); err != nil {
+		return err
+	}
+	if _, err := audit.AppendTx(ctx, tx, callActor(call).event("approval.superseded", a, map[string]any{
+		"current_target_version": target.Version,
+	})); err != nil {
+		return err
+	}
+	if err := notifyTx(ctx, tx, a); err != nil {
+		return err
+	}
+	return store.CommitAnd(refusal(http.StatusConflict, CodeApprovalStale, fmt.Sprintf(
+		"approval %s was for version %d of %s %s, which is now at version %d: the approver decided on other content; the request is superseded, call again to request a new approval",
+		a.ID, a.Target.Version, a.Target.Type, a.Target.ID, target.Version), a))
+}
+
+// consume spends an approved request on this invocation.
+func (g *Gate) consume(ctx context.Context, tx pgx.Tx, call capability.Call, a *Approval, now time.Time) (capability.Grant, error) {
+	inv := uuid.Must(uuid.NewV7())
+	tag, err := tx.Exec(ctx, `
+		UPDATE approval_requests SET status = 'consumed', consumed_at = $2, consumed_by = $3, updated_at = $2, version = version + 1
+		WHERE id = $1 AND status = 'approved'`, a.ID, now, inv)
+	if err != nil {
+		return capability.Grant{}, store.MapError(err, "approval")
+	}
+	if tag.RowsAffected() != 1 {
+		// The row is locked by this transaction, so this cannot happen
+		// unless the lock was lost: refuse rather than grant twice.
+		return capability.Grant{}, problem.Internal(fmt.Errorf("approval %s: consume matched %d rows", a.ID, tag.RowsAffected()))
+	}
+	a.Status, a.ConsumedAt, a.ConsumedBy, a.Version = StatusConsumed, &now, &inv, a.Version+1
+	if _, err := audit.AppendTx(ctx, tx, callActor(call).event("approval.consumed", a, map[string]any{
+		"invocation_id": inv.String(), "input_hash": a.InputHash,
+	})); err != nil {
+		return capability.Grant{}, err
+	}
+	if err := notifyTx(ctx, tx, a); err != nil {
+		return capability.Grant{}, err
+	}
+	return capability.Grant{ApprovalID: a.ID.String(), InvocationID: inv.String()}, nil
+}
+
+// approvalSetStatus moves a locked request to status.
+func approvalSetStatus(ctx context.Context, tx pgx.Tx, a *Approval, to Status, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE approval_requests SET status = $2, updated_at = $3, version = version + 1 WHERE id = $1`, a.ID, string(to), now)
+	if err != nil {
+		return store.MapError(err, "approval")
+	}
+	a.Status, a.UpdatedAt, a.Version = to, now, a.Version+1
+	return nil
+}
+
+// approvalExpireTx marks a locked open request expired and audits it;
+// reported says the caller is answering APPROVAL_EXPIRED right now.
+func approvalExpireTx(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time, reported bool, by eventActor) error {
+	var reportedAt any
+	if reported {
+		reportedAt = now
+	}
+	_, err := tx.Exec(ctx, `UPDATE approval_requests SET status = 'expired', updated_at = $2, expiry_reported_at = $3, version = version + 1
+		WHERE id = $1`, a.ID, now, reportedAt)
+	if err != nil {
+		return store.MapError(err, "approval")
+	}
+	prev := a.Status
+	a.Status, a.UpdatedAt, a.Version = StatusExpired, now, a.Version+1
+	if _, err := audit.AppendTx(ctx, tx, by.event("approval.expired", a, map[string]any{
+		"from": string(prev), "expires_at": a.ExpiresAt.Format(time.RFC3339Nano),
+	})); err != nil {
+		return err
+	}
+	return notifyTx(ctx, tx, a)
+}
+
+func expiredProblem(a *Approval) *problem.Error {
+	return refusal(http.StatusForbidden, CodeApprovalExpired, fmt.Sprintf(
+		"approval %s expired at %s; call again to request a new approval", a.ID, a.ExpiresAt.Format(time.RFC3339)), a)
+}
+
+func deniedProblem(a *Approval) *problem.Error {
+	detail := fmt.Sprintf("approval %s was denied", a.ID)
+	for _, d := range a.Decisions {
+		if d.Decision == DecisionDeny {
+			detail += fmt.Sprintf(" by %s: %s", d.Approver.Username, d.Reason)
+			break
+		}
+	}
+	return refusal(http.StatusForbidden, CodeApprovalDenied, detail+"; change the "+a.Target.Type+" to request again", a)
+}

@@ -1,0 +1,253 @@
+package approvals
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/server"
+	"github.com/labstack/echo/v4"
+)
+
+// Handler serves the /v1/approvals routes.
+type Handler struct {
+	Svc *Service
+	Hub *Hub
+}
+
+// Mount adds the routes to g (the authenticated /v1 group).
+func (h *Handler) Mount(g *echo.Group) {
+	g.GET("/approvals", h.List)
+	g.GET("/approvals/events", h.Events)
+	g.GET("/approvals/:id", h.Get)
+	g.POST("/approvals/:id/approve", h.Approve)
+	g.POST("/approvals/:id/deny", h.Deny)
+	g.POST("/approvals/:id/cancel", h.Cancel)
+}
+
+// ListResponse is a page of the inbox.
+type ListResponse struct {
+	Items      []*Approval `json:"items"`
+	NextCursor string      `json:"next_cursor,omitempty"`
+}
+
+func encodeCursor(id uuid.UUID) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+func decodeCursor(s string) (uuid.UUID, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 16 {
+		return uuid.Nil, problem.Invalid("cursor", "is not a cursor this service returned")
+	}
+	return uuid.UUID(b), nil
+}
+
+func parseID(c echo.Context) (uuid.UUID, error) {
+	id, err := uuid.Parse(c.Param("id"))
+	if err != nil {
+		return uuid.Nil, problem.NotFound("approval")
+	}
+	return id, nil
+}
+
+// List answers GET /v1/approvals?status=&cursor=&limit=.
+func (h *Handler) List(c echo.Context) error {
+	var p ListParams
+	if v := c.QueryParam("status"); v != "" {
+		st, err := ParseStatus(v)
+		if err != nil {
+			return err
+		}
+		p.Status = st
+	}
+	if v := c.QueryParam("cursor"); v != "" {
+		id, err := decodeCursor(v)
+		if err != nil {
+			return err
+		}
+		p.After = &id
+	}
+	if v := c.QueryParam("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return problem.Invalid("limit", "must be an integer from 1 to 100")
+		}
+		p.Limit = n
+	}
+	items, more, err := h.Svc.List(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	resp := ListResponse{Items: items}
+	if more {
+		resp.NextCursor = encodeCursor(items[len(items)-1].ID)
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+// parseWait reads ?wait= as a Go duration ("30s") or whole seconds ("30").
+func parseWait(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		n, aerr := strconv.Atoi(v)
+		if aerr != nil {
+			return 0, problem.Invalid("wait", "must be a duration such as 30s, at most %s", MaxWait)
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d < 0 || d > MaxWait {
+		return 0, problem.Invalid("wait", "must be between 0s and %s", MaxWait)
+	}
+	return d, nil
+}
+
+// Get answers GET /v1/approvals/{id}; with ?wait= it long-polls until the
+// request leaves the status it had when the poll began.
+func (h *Handler) Get(c echo.Context) error {
+	id, err := parseID(c)
+	if err != nil {
+		return err
+	}
+	d, err := parseWait(c.QueryParam("wait"))
+	if err != nil {
+		return err
+	}
+	a, err := h.Svc.Wait(c.Request().Context(), id, d)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("ETag", fmt.Sprintf(`"%d"`, a.Version))
+	return c.JSON(http.StatusOK, a)
+}
+
+// decisionBody is the body of approve and deny.
+type decisionBody struct {
+	Reason string `json:"reason"`
+}
+
+// decodeOptional decodes a JSON body into v when one was sent.
+func decodeOptional(c echo.Context, v any) error {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	return server.DecodeJSONReader(bytes.NewReader(body), v)
+}
+
+func (h *Handler) decide(c echo.Context, decision string) error {
+	p, err := identity.MustPrincipal(c)
+	if err != nil {
+		return err
+	}
+	id, err := parseID(c)
+	if err != nil {
+		return err
+	}
+	var body decisionBody
+	if err := decodeOptional(c, &body); err != nil {
+		return err
+	}
+	a, err := h.Svc.Decide(c.Request().Context(), p, "rest", id, decision, body.Reason)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, a)
+}
+
+// Approve answers POST /v1/approvals/{id}/approve {"reason": "..."}.
+func (h *Handler) Approve(c echo.Context) error { return h.decide(c, DecisionApprove) }
+
+// Deny answers POST /v1/approvals/{id}/deny {"reason": "..."}; the reason
+// is required.
+func (h *Handler) Deny(c echo.Context) error { return h.decide(c, DecisionDeny) }
+
+// Cancel answers POST /v1/approvals/{id}/cancel (requester only).
+func (h *Handler) Cancel(c echo.Context) error {
+	p, err := identity.MustPrincipal(c)
+	if err != nil {
+		return err
+	}
+	id, err := parseID(c)
+	if err != nil {
+		return err
+	}
+	var body struct{}
+	if err := decodeOptional(c, &body); err != nil {
+		return err
+	}
+	a, err := h.Svc.Cancel(c.Request().Context(), p, "rest", id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, a)
+}
+
+// sseHeartbeat keeps idle streams open through proxies that cut silent
+// connections after 30–60 s.
+const sseHeartbeat = 15 * time.Second
+
+// Events answers GET /v1/approvals/events: a Server-Sent Events stream with
+// one "approval" event per announced change, from any replica. A "resync"
+// event says changes may have been missed (the listener reconnected, or
+// this client lagged): re-read what you show. The stream ends when the
+// client goes away or lags too far; EventSource reconnects by itself.
+func (h *Handler) Events(c echo.Context) error {
+	if h.Hub == nil {
+		return problem.New(http.StatusServiceUnavailable, problem.CodeUnavailable, "the approval event stream is not running")
+	}
+	changes, stop := h.Hub.Subscribe()
+	defer stop()
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "text/event-stream")
+	w.Header().Set(echo.HeaderCacheControl, "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.WriteString(w, ": approvals\n\n"); err != nil {
+		return nil //nolint:nilerr // the client went away
+	}
+	w.Flush()
+	beat := time.NewTicker(sseHeartbeat)
+	defer beat.Stop()
+	ctx := c.Request().Context()
+	for {
+		var frame string
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-beat.C:
+			frame = ": keep-alive\n\n"
+		case ch, ok := <-changes:
+			if !ok {
+				_, _ = io.WriteString(w, "event: resync\ndata: {}\n\n")
+				w.Flush()
+				return nil
+			}
+			if ch.Resync {
+				frame = "event: resync\ndata: {}\n\n"
+				break
+			}
+			b, err := json.Marshal(ch)
+			if err != nil {
+				return err
+			}
+			frame = fmt.Sprintf("event: approval\nid: %s.%d\ndata: %s\n\n", ch.ID, ch.Version, b)
+		}
+		if _, err := io.WriteString(w, frame); err != nil {
+			return nil //nolint:nilerr // the client went away
+		}
+		w.Flush()
+	}
+}

@@ -1,0 +1,178 @@
+package approvals
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// Channel is the LISTEN/NOTIFY channel of approval status changes.
+const Channel = "invoiced_approvals"
+
+// Change is one announced change of a request. Resync changes carry no id:
+// the hub lost its connection and may have missed changes, so every
+// subscriber re-reads what it watches.
+type Change struct {
+	ID      uuid.UUID `json:"id"`
+	Status  Status    `json:"status"`
+	Version int64     `json:"version"`
+	Resync  bool      `json:"-"`
+}
+
+// notifyTx announces a's state; Postgres delivers it at commit, so a
+// rolled-back change is never announced.
+func notifyTx(ctx context.Context, tx pgx.Tx, a *Approval) error {
+	payload, err := json.Marshal(Change{ID: a.ID, Status: a.Status, Version: a.Version})
+	if err != nil {
+		return fmt.Errorf("notify payload: %w", err)
+	}
+	_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, string(payload))
+	return store.MapError(err, "approval notification")
+}
+
+// subscriberBuffer is how many changes a slow subscriber may lag before it
+// is dropped: 256 covers a burst of decisions while an SSE client's TCP
+// window is full; a dropped subscriber sees its channel closed.
+const subscriberBuffer = 256
+
+// Hub holds the one LISTEN connection of a process and fans its
+// notifications out to subscribers (long polls and SSE streams), so they
+// cost no connection each and learn of decisions made on any replica.
+type Hub struct {
+	cfg *pgx.ConnConfig
+	log *slog.Logger
+
+	mu   sync.Mutex
+	subs map[chan Change]struct{}
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewHub returns a hub that will LISTEN over a connection made from cfg
+// (copied; typically the pool's ConnConfig).
+func NewHub(cfg *pgx.ConnConfig, log *slog.Logger) *Hub {
+	return &Hub{cfg: cfg.Copy(), log: log, subs: map[chan Change]struct{}{}}
+}
+
+// Start connects and LISTENs before it returns, so a subscriber that
+// subscribes after Start misses nothing; then it serves notifications in
+// the background, reconnecting with backoff, until Close.
+func (h *Hub) Start(ctx context.Context) error {
+	conn, err := h.listen(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	h.done = make(chan struct{})
+	go h.run(ctx, conn)
+	return nil
+}
+
+// Close stops the hub and closes every subscription.
+func (h *Hub) Close() {
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	<-h.done
+	h.mu.Lock()
+	for ch := range h.subs {
+		close(ch)
+		delete(h.subs, ch)
+	}
+	h.mu.Unlock()
+}
+
+func (h *Hub) listen(ctx context.Context) (*pgx.Conn, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(cctx, h.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("approvals listener: connect: %w", err)
+	}
+	if _, err := conn.Exec(cctx, `LISTEN `+Channel); err != nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("approvals listener: listen: %w", err)
+	}
+	return conn, nil
+}
+
+func (h *Hub) run(ctx context.Context, conn *pgx.Conn) {
+	defer close(h.done)
+	backoff := 100 * time.Millisecond
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err == nil {
+			backoff = 100 * time.Millisecond
+			var c Change
+			if jerr := json.Unmarshal([]byte(n.Payload), &c); jerr != nil || c.ID == uuid.Nil {
+				h.log.Warn("approvals listener: bad payload", "err", jerr)
+				continue
+			}
+			h.publish(c)
+			continue
+		}
+		_ = conn.Close(context.WithoutCancel(ctx))
+		if ctx.Err() != nil {
+			return
+		}
+		h.log.Warn("approvals listener: connection lost, reconnecting", "err", err)
+		h.publish(Change{Resync: true})
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			// 100 ms doubling to 5 s: quick after a blip, gentle while the
+			// database is down.
+			backoff = min(backoff*2, 5*time.Second)
+			conn, err = h.listen(ctx)
+			if err == nil {
+				break
+			}
+			h.log.Warn("approvals listener: reconnect failed", "err", err)
+		}
+		// Changes made while disconnected were not heard.
+		h.publish(Change{Resync: true})
+	}
+}
+
+// Subscribe returns a channel of every change from now on and a function
+// that ends the subscription. The channel is closed when the subscriber
+// lags by more than subscriberBuffer changes or the hub closes.
+func (h *Hub) Subscribe() (<-chan Change, func()) {
+	ch := make(chan Change, subscriberBuffer)
+	h.mu.Lock()
+	h.subs[ch] = struct{}{}
+	h.mu.Unlock()
+	return ch, func() {
+		h.mu.Lock()
+		if _, ok := h.subs[ch]; ok {
+			delete(h.subs, ch)
+			close(ch)
+		}
+		h.mu.Unlock()
+	}
+}
+
+func (h *Hub) publish(c Change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs {
+		select {
+		case ch <- c:
+		default:
+			delete(h.subs, ch)
+			close(ch)
+		}
+	}
+}

@@ -1,0 +1,181 @@
+package approvals_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/approvals"
+	"github.com/invoiced/invoiced/audit"
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/store"
+	"github.com/invoiced/invoiced/store/storetest"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+)
+
+// clock is a settable policy clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type bundle struct {
+	ctx    context.Context
+	pool   *pgxpool.Pool
+	clock  *clock
+	gate   *approvals.Gate
+	svc    *approvals.Service
+	clerk  identity.Principal
+	clerk2 identity.Principal
+	appr1  identity.Principal
+	appr2  identity.Principal
+	admin  identity.Principal
+}
+
+func user(t *testing.T, ctx context.Context, db store.Executor, name string, role identity.Role) identity.Principal {
+	t.Helper()
+	u, err := identity.UserCreate(ctx, db, identity.UserCreateParams{Username: name, DisplayName: name, Role: role})
+	require.NoError(t, err)
+	return u.Principal()
+}
+
+// setup returns a database with users of every role, a gate and a service
+// on a settable clock, and a "targets" table standing in for invoices: the
+// gate is tested here exactly as a consequential handler calls it.
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	pool := storetest.Pool(t)
+	_, err := pool.Exec(ctx, `CREATE TABLE targets (id text PRIMARY KEY, version bigint NOT NULL DEFAULT 1,
+		status text NOT NULL DEFAULT 'draft', amount bigint NOT NULL, currency text NOT NULL DEFAULT 'EUR')`)
+	require.NoError(t, err)
+	clk := &clock{t: time.Date(2026, 8, 3, 9, 0, 0, 0, time.UTC)}
+	pol := approvals.Policy{Now: clk.Now}
+	b := &bundle{
+		ctx: ctx, pool: pool, clock: clk,
+		gate: approvals.NewGate(pol),
+		svc:  approvals.NewService(pool, pol, nil),
+	}
+	b.clerk = user(t, ctx, pool, "clerk", identity.RoleClerk)
+	b.clerk2 = user(t, ctx, pool, "clerk2", identity.RoleClerk)
+	b.appr1 = user(t, ctx, pool, "appr1", identity.RoleApprover)
+	b.appr2 = user(t, ctx, pool, "appr2", identity.RoleApprover)
+	b.admin = user(t, ctx, pool, "admin", identity.RoleAdmin)
+	return b
+}
+
+func (b *bundle) target(t *testing.T, id string, amount int64) {
+	t.Helper()
+	_, err := b.pool.Exec(b.ctx, `INSERT INTO targets (id, amount) VALUES ($1, $2)`, id, amount)
+	require.NoError(t, err)
+}
+
+func (b *bundle) edit(t *testing.T, id string) {
+	t.Helper()
+	_, err := b.pool.Exec(b.ctx, `UPDATE targets SET version = version + 1 WHERE id = $1`, id)
+	require.NoError(t, err)
+}
+
+// call builds a capability call whose effective input is {"id": target}.
+func call(t *testing.T, name string, p identity.Principal, target string) capability.Call {
+	t.Helper()
+	input := []byte(fmt.Sprintf(`{"id":%q}`, target))
+	h, err := capability.Hash(input)
+	require.NoError(t, err)
+	return capability.Call{Name: name, Principal: p, Via: capability.PathREST, Input: input, InputHash: h}
+}
+
+const codeInvalidTransition = "INVALID_TRANSITION"
+
+// invoke runs a consequential effect as invoices does: lock the target,
+// check its state, pass the gate, apply the effect, audit it, commit.
+func (b *bundle) invoke(ctx context.Context, c capability.Call, targetID string) (capability.Grant, error) {
+	var grant capability.Grant
+	err := store.WithTx(ctx, b.pool, func(ctx context.Context, tx pgx.Tx) error {
+		var (
+			version, amount  int64
+			status, currency string
+		)
+		if err := tx.QueryRow(ctx, `SELECT version, status, amount, currency FROM targets WHERE id = $1 FOR UPDATE`, targetID).
+			Scan(&version, &status, &amount, &currency); err != nil {
+			return store.MapError(err, "target")
+		}
+		if status != "draft" {
+			return problem.Conflict(codeInvalidTransition, "target is "+status)
+		}
+		snap, _ := json.Marshal(map[string]any{"id": targetID, "version": version, "amount": amount})
+		g, err := b.gate.AuthorizeTx(ctx, tx, c, capability.Target{
+			Type: "invoice", ID: targetID, Version: version, Amount: amount, Currency: currency, Snapshot: snap,
+		})
+		if err != nil {
+			return err
+		}
+		next := "issued"
+		if c.Name == "delete-invoice" {
+			next = "deleted"
+		}
+		if _, err := tx.Exec(ctx, `UPDATE targets SET status = $2, version = version + 1 WHERE id = $1`, targetID, next); err != nil {
+			return err
+		}
+		if _, err := audit.AppendTx(ctx, tx, audit.Event{Type: "invoice." + next, ActorID: c.Principal.UserID.String(),
+			Actor: c.Principal.Username, Via: string(c.Via), SubjectType: "invoice", SubjectID: targetID,
+			Data: map[string]any{"approval_id": g.ApprovalID, "invocation_id": g.InvocationID}}); err != nil {
+			return err
+		}
+		grant = g
+		return nil
+	})
+	return grant, err
+}
+
+// refused asserts err is the problem code and returns its approval_id.
+func refused(t *testing.T, err error, status int, code string) string {
+	t.Helper()
+	pe, ok := problem.As(err)
+	require.True(t, ok, "want problem %s, got %v", code, err)
+	require.Equal(t, code, pe.Code, "%v", err)
+	require.Equal(t, status, pe.Status)
+	id, _ := pe.Extra["approval_id"].(string)
+	return id
+}
+
+func (b *bundle) required(t *testing.T, c capability.Call, targetID string) string {
+	t.Helper()
+	_, err := b.invoke(b.ctx, c, targetID)
+	id := refused(t, err, http.StatusForbidden, approvals.CodeApprovalRequired)
+	require.NotEmpty(t, id)
+	return id
+}
+
+func (b *bundle) count(t *testing.T, q string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(b.ctx, q, args...).Scan(&n))
+	return n
+}
+
+func (b *bundle) verify(t *testing.T) {
+	t.Helper()
+	_, err := audit.Verify(b.ctx, b.pool)
+	require.NoError(t, err)
+}
