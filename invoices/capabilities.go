@@ -1,0 +1,142 @@
+package invoices
+
+import (
+	"encoding/json"
+
+	"github.com/invoiced/invoiced/capability"
+)
+
+// Capability names, shared with the REST routes and tests.
+const (
+	CapListCustomers  = "list-customers"
+	CapGetCustomer    = "get-customer"
+	CapCreateCustomer = "create-customer"
+	CapUpdateCustomer = "update-customer"
+	CapListInvoices   = "list-invoices"
+	CapGetInvoice     = "get-invoice"
+	CapCreateDraft    = "create-draft-invoice"
+	CapUpdateDraft    = "update-draft-invoice"
+	CapVoid           = "void-invoice"
+	CapMarkPaid       = "mark-invoice-paid"
+	CapIssue          = "issue-invoice"
+	CapDelete         = "delete-invoice"
+)
+
+// Schema fragments. Limits: 1,000 lines of 1,000 characters each keep an
+// invoice (and the snapshot an approver reads) within the 1 MB body limit;
+// amounts are integers within ±2^53 (the registry refuses larger ones).
+const (
+	uuidSchema     = `{"type": "string", "format": "uuid"}`
+	currencySchema = `{"type": "string", "pattern": "^[A-Z]{3}$", "description": "ISO 4217 code, e.g. EUR, JPY, BHD; fixes how many minor units make one major unit"}`
+	lineSchema     = `{
+		"type": "object",
+		"additionalProperties": false,
+		"required": ["description", "quantity", "unit_amount"],
+		"properties": {
+			"description": {"type": "string", "minLength": 1, "maxLength": 1000},
+			"quantity": {"type": "integer", "minimum": 1},
+			"unit_amount": {"type": "integer", "minimum": 0, "description": "price of one unit in minor units of the invoice currency (cents for EUR, yen for JPY, fils for BHD)"},
+			"tax_rate_bps": {"type": "integer", "minimum": 0, "maximum": 10000, "default": 0, "description": "tax rate in basis points: 2000 is 20 %"}
+		}
+	}`
+	linesSchema    = `{"type": "array", "maxItems": 1000, "items": ` + lineSchema + `}`
+	memoSchema     = `{"type": "string", "maxLength": 2000}`
+	dueDateSchema  = `{"type": ["string", "null"], "format": "date", "description": "YYYY-MM-DD, not before the issue date"}`
+	limitSchema    = `{"type": "integer", "minimum": 1, "maximum": 100, "default": 20}`
+	cursorSchema   = `{"type": "string", "maxLength": 512, "description": "next_cursor of the previous page"}`
+	nameSchema     = `{"type": "string", "minLength": 1, "maxLength": 200}`
+	emailSchema    = `{"type": "string", "format": "email", "maxLength": 254}`
+	targetSchema   = `{"type": "object", "additionalProperties": false, "required": ["invoice_id"], "properties": {"invoice_id": ` + uuidSchema + `}}`
+	customerTarget = `{"type": "object", "additionalProperties": false, "required": ["customer_id"], "properties": {"customer_id": ` + uuidSchema + `}}`
+)
+
+func schema(s string) json.RawMessage { return json.RawMessage(s) }
+
+// Capabilities returns the invoicing capabilities over svc, for app/ to
+// register. Descriptions are written for a model to read.
+func Capabilities(svc *Service) []capability.Capability {
+	return []capability.Capability{
+		{Descriptor: capability.Descriptor{
+			Name:        CapListCustomers,
+			Description: "List customers, oldest first, a page at a time. Use it to find a customer's id before creating an invoice. Returns {data: [customer], has_more, next_cursor}; pass next_cursor as cursor to get the next page.",
+			InputSchema: schema(`{"type": "object", "additionalProperties": false, "properties": {"limit": ` + limitSchema + `, "cursor": ` + cursorSchema + `}}`),
+			Risk:        capability.RiskRead,
+		}, Handler: svc.CustomerListAll},
+		{Descriptor: capability.Descriptor{
+			Name:        CapGetCustomer,
+			Description: "Get one customer by customer_id. Returns the customer: id, name, email, currency (their default invoice currency), version.",
+			InputSchema: schema(customerTarget),
+			Risk:        capability.RiskRead,
+		}, Handler: svc.CustomerGet},
+		{Descriptor: capability.Descriptor{
+			Name:        CapCreateCustomer,
+			Description: "Create a customer to send invoices to. currency is the ISO 4217 code their invoices default to. Returns the new customer with its id.",
+			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["name", "currency"], "properties": {"name": ` + nameSchema + `, "email": ` + emailSchema + `, "currency": ` + currencySchema + `}}`),
+			Risk:        capability.RiskBound,
+		}, Handler: svc.CustomerCreate},
+		{Descriptor: capability.Descriptor{
+			Name:        CapUpdateCustomer,
+			Description: "Change a customer's name, email or default currency; fields left out stay as they are. Existing invoices keep their own currency. Returns the updated customer.",
+			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["customer_id"], "properties": {"customer_id": ` + uuidSchema + `, "name": ` + nameSchema + `, "email": ` + emailSchema + `, "currency": ` + currencySchema + `}}`),
+			Risk:        capability.RiskBound,
+		}, Handler: svc.CustomerUpdate},
+		{Descriptor: capability.Descriptor{
+			Name:        CapListInvoices,
+			Description: "List invoices, oldest first, a page at a time, optionally filtered by status (draft, issued, paid, void), customer_id, exact number (e.g. INV-2026-000042) or creation time range (created_after inclusive, created_before exclusive, RFC 3339). Returns {data: [invoice], has_more, next_cursor}.",
+			InputSchema: schema(`{"type": "object", "additionalProperties": false, "properties": {
+				"status": {"type": "string", "enum": ["draft", "issued", "paid", "void"]},
+				"customer_id": ` + uuidSchema + `,
+				"number": {"type": "string", "maxLength": 64},
+				"created_after": {"type": "string", "format": "date-time"},
+				"created_before": {"type": "string", "format": "date-time"},
+				"limit": ` + limitSchema + `, "cursor": ` + cursorSchema + `}}`),
+			Risk: capability.RiskRead,
+		}, Handler: svc.InvoiceListAll},
+		{Descriptor: capability.Descriptor{
+			Name:        CapGetInvoice,
+			Description: "Get one invoice by invoice_id, with its lines, totals (subtotal, tax_total, total in minor units of its currency), status and number (null until issued).",
+			InputSchema: schema(targetSchema),
+			Risk:        capability.RiskRead,
+		}, Handler: svc.InvoiceGet},
+		{Descriptor: capability.Descriptor{
+			Name:        CapCreateDraft,
+			Description: "Create a draft invoice for a customer. Amounts are integers in minor units of the currency (which defaults to the customer's). Tax per line is in basis points and rounded half-even. A draft has no number and can be changed freely until it is issued. Returns the draft with computed line amounts and totals.",
+			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["customer_id"], "properties": {
+				"customer_id": ` + uuidSchema + `, "currency": ` + currencySchema + `, "due_date": ` + dueDateSchema + `,
+				"memo": ` + memoSchema + `, "lines": ` + linesSchema + `}}`),
+			Risk: capability.RiskBound,
+		}, Handler: svc.DraftCreate},
+		{Descriptor: capability.Descriptor{
+			Name:        CapUpdateDraft,
+			Description: "Change a draft invoice: customer_id, due_date (null clears it), memo, or lines (which replace all lines). Its currency cannot change. Only drafts can be changed; issued invoices are immutable. Returns the updated draft.",
+			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["invoice_id"], "properties": {
+				"invoice_id": ` + uuidSchema + `, "customer_id": ` + uuidSchema + `, "currency": ` + currencySchema + `,
+				"due_date": ` + dueDateSchema + `, "memo": ` + memoSchema + `, "lines": ` + linesSchema + `}}`),
+			Risk: capability.RiskBound,
+		}, Handler: svc.DraftUpdate},
+		{Descriptor: capability.Descriptor{
+			Name:        CapVoid,
+			Description: "Void an issued invoice that should not be paid (its number stays used). Only issued invoices can be voided; drafts are deleted instead. Returns the voided invoice.",
+			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["invoice_id"], "properties": {"invoice_id": ` + uuidSchema + `, "reason": {"type": "string", "maxLength": 1000}}}`),
+			Risk:        capability.RiskBound,
+		}, Handler: svc.Void},
+		{Descriptor: capability.Descriptor{
+			Name:        CapMarkPaid,
+			Description: "Record that an issued invoice has been paid in full. Only issued invoices can be marked paid. Returns the paid invoice.",
+			InputSchema: schema(targetSchema),
+			Risk:        capability.RiskBound,
+		}, Handler: svc.MarkPaid},
+		{Descriptor: capability.Descriptor{
+			Name:        CapIssue,
+			Description: "Issue a draft invoice: it gets the next gapless number and becomes immutable. This needs an approval by a back-office approver: without one the answer is APPROVAL_REQUIRED with an approval_id to wait on; do not retry until it is approved. Returns the issued invoice with its number.",
+			InputSchema: schema(targetSchema),
+			Risk:        capability.RiskConsequential,
+		}, Handler: svc.Issue},
+		{Descriptor: capability.Descriptor{
+			Name:        CapDelete,
+			Description: "Delete a draft invoice for good. Issued invoices cannot be deleted (void them instead). This needs an approval by a back-office approver: without one the answer is APPROVAL_REQUIRED with an approval_id. Returns {id, deleted: true}.",
+			InputSchema: schema(targetSchema),
+			Risk:        capability.RiskConsequential,
+		}, Handler: svc.Delete},
+	}
+}

@@ -1,0 +1,180 @@
+package invoices
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/labstack/echo/v4"
+)
+
+// Handler serves the REST routes. Each is sugar over one capability: it
+// builds the capability input from the path, query and body and runs it
+// through the registry, so REST gets the same validation and gates as
+// /v1/capabilities/{name}/invoke and the step loop.
+type Handler struct {
+	Caps *capability.HTTP
+}
+
+// body reads the JSON object of a request (empty means {}), and sets key
+// to the path id. Invalid UTF-8 is left to Prepare, which names the field.
+func body(c echo.Context, key, id string) (json.RawMessage, error) {
+	raw, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return nil, err // the body limit's 413
+	}
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	if key == "" || !utf8.Valid(raw) {
+		return raw, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		// Not an object: Prepare gives the precise answer.
+		return raw, nil //nolint:nilerr // Prepare reports it
+	}
+	if _, ok := obj[key]; ok {
+		return nil, problem.Invalid(key, "is taken from the path; leave it out of the body")
+	}
+	idJSON, _ := json.Marshal(id)
+	obj[key] = idJSON
+	return json.Marshal(obj)
+}
+
+// pathID returns the {id} path parameter; an id that is not a UUID cannot
+// exist, so it is a 404 like any other unknown id.
+func pathID(c echo.Context, what string) (string, error) {
+	id := c.Param("id")
+	if _, err := uuid.Parse(id); err != nil {
+		return "", problem.NotFound(what)
+	}
+	return id, nil
+}
+
+func (h *Handler) run(c echo.Context, name, key, what string, status int) error {
+	var id string
+	if key != "" {
+		var err error
+		if id, err = pathID(c, what); err != nil {
+			return err
+		}
+	}
+	in, err := body(c, key, id)
+	if err != nil {
+		return err
+	}
+	out, err := h.Caps.Run(c, name, in, capability.PathREST)
+	if err != nil {
+		return err
+	}
+	if status == http.StatusNoContent {
+		return c.NoContent(status)
+	}
+	return capability.Respond(c, status, out)
+}
+
+// query builds a list capability's input from the query string: limit is
+// sent as a number when it is one (so the schema judges it), everything
+// else as a string; an unknown parameter is refused by the schema.
+func (h *Handler) list(c echo.Context, name string) error {
+	in := map[string]any{}
+	for k, vs := range c.QueryParams() {
+		v := vs[len(vs)-1]
+		if k == "limit" {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				in[k] = n
+				continue
+			}
+		}
+		in[k] = v
+	}
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	out, err := h.Caps.Run(c, name, raw, capability.PathREST)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (h *Handler) created(c echo.Context, name, location string) error {
+	in, err := body(c, "", "")
+	if err != nil {
+		return err
+	}
+	out, err := h.Caps.Run(c, name, in, capability.PathREST)
+	if err != nil {
+		return err
+	}
+	if v, ok := out.(interface{ locationID() string }); ok {
+		c.Response().Header().Set(echo.HeaderLocation, location+v.locationID())
+	}
+	return capability.Respond(c, http.StatusCreated, out)
+}
+
+func (c *Customer) locationID() string  { return c.ID.String() }
+func (inv *Invoice) locationID() string { return inv.ID.String() }
+
+// CustomerCreate serves POST /v1/customers.
+func (h *Handler) CustomerCreate(c echo.Context) error {
+	return h.created(c, CapCreateCustomer, "/v1/customers/")
+}
+
+// CustomerList serves GET /v1/customers.
+func (h *Handler) CustomerList(c echo.Context) error { return h.list(c, CapListCustomers) }
+
+// CustomerGet serves GET /v1/customers/{id}.
+func (h *Handler) CustomerGet(c echo.Context) error {
+	return h.run(c, CapGetCustomer, "customer_id", "customer", http.StatusOK)
+}
+
+// CustomerUpdate serves PATCH /v1/customers/{id}.
+func (h *Handler) CustomerUpdate(c echo.Context) error {
+	return h.run(c, CapUpdateCustomer, "customer_id", "customer", http.StatusOK)
+}
+
+// InvoiceCreate serves POST /v1/invoices (a draft).
+func (h *Handler) InvoiceCreate(c echo.Context) error {
+	return h.created(c, CapCreateDraft, "/v1/invoices/")
+}
+
+// InvoiceList serves GET /v1/invoices.
+func (h *Handler) InvoiceList(c echo.Context) error { return h.list(c, CapListInvoices) }
+
+// InvoiceGet serves GET /v1/invoices/{id}.
+func (h *Handler) InvoiceGet(c echo.Context) error {
+	return h.run(c, CapGetInvoice, "invoice_id", "invoice", http.StatusOK)
+}
+
+// InvoiceUpdate serves PATCH /v1/invoices/{id}.
+func (h *Handler) InvoiceUpdate(c echo.Context) error {
+	return h.run(c, CapUpdateDraft, "invoice_id", "invoice", http.StatusOK)
+}
+
+// InvoiceIssue serves POST /v1/invoices/{id}/issue.
+func (h *Handler) InvoiceIssue(c echo.Context) error {
+	return h.run(c, CapIssue, "invoice_id", "invoice", http.StatusOK)
+}
+
+// InvoiceVoid serves POST /v1/invoices/{id}/void.
+func (h *Handler) InvoiceVoid(c echo.Context) error {
+	return h.run(c, CapVoid, "invoice_id", "invoice", http.StatusOK)
+}
+
+// InvoiceMarkPaid serves POST /v1/invoices/{id}/mark-paid.
+func (h *Handler) InvoiceMarkPaid(c echo.Context) error {
+	return h.run(c, CapMarkPaid, "invoice_id", "invoice", http.StatusOK)
+}
+
+// InvoiceDelete serves DELETE /v1/invoices/{id}: 204 on success.
+func (h *Handler) InvoiceDelete(c echo.Context) error {
+	return h.run(c, CapDelete, "invoice_id", "invoice", http.StatusNoContent)
+}

@@ -1,0 +1,212 @@
+// Package invoices holds customers and invoices: the domain rules (money,
+// the status machine, totals), their Postgres queries, the capabilities
+// that every path runs (REST, /v1/capabilities/{name}/invoke, a model's
+// tool call) and the thin REST routes over them.
+package invoices
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/money"
+	"github.com/invoiced/invoiced/problem"
+)
+
+// Status is an invoice's lifecycle state: draft → issued → paid | void.
+type Status string
+
+// The statuses.
+const (
+	StatusDraft  Status = "draft"
+	StatusIssued Status = "issued"
+	StatusPaid   Status = "paid"
+	StatusVoid   Status = "void"
+)
+
+// Action is something done to an invoice that the status machine allows
+// only from some statuses.
+type Action string
+
+// The actions.
+const (
+	ActionUpdate   Action = "update"
+	ActionIssue    Action = "issue"
+	ActionVoid     Action = "void"
+	ActionMarkPaid Action = "mark-paid"
+	ActionDelete   Action = "delete"
+)
+
+// CodeInvalidTransition is the 409 problem code of an action the invoice's
+// current status does not allow.
+const CodeInvalidTransition = "INVALID_TRANSITION"
+
+// CodeVersionMismatch is the 412 problem code of an If-Match that does not
+// name the current version.
+const CodeVersionMismatch = capability.CodeVersionMismatch
+
+// transitions lists, per action, the one status it may start from and the
+// status it leads to (an empty target: the row goes away or stays).
+var transitions = map[Action]struct{ from, to Status }{
+	ActionUpdate:   {StatusDraft, StatusDraft},
+	ActionIssue:    {StatusDraft, StatusIssued},
+	ActionVoid:     {StatusIssued, StatusVoid},
+	ActionMarkPaid: {StatusIssued, StatusPaid},
+	ActionDelete:   {StatusDraft, ""},
+}
+
+// Transition returns the status action leads to from current, or a 409
+// INVALID_TRANSITION naming the current status.
+func Transition(current Status, action Action) (Status, error) {
+	t, ok := transitions[action]
+	if !ok {
+		return "", fmt.Errorf("invoices: unknown action %q", action)
+	}
+	if current != t.from {
+		e := problem.Conflict(CodeInvalidTransition,
+			fmt.Sprintf("the invoice is %s; only a %s invoice can %s", current, t.from, action))
+		return "", e.With("current_status", string(current))
+	}
+	return t.to, nil
+}
+
+// versionMismatch is the 412 for an If-Match naming another version.
+func versionMismatch(current int64) error {
+	e := problem.New(http.StatusPreconditionFailed, CodeVersionMismatch,
+		fmt.Sprintf("the resource is at version %d; fetch it again and retry with its ETag", current))
+	return e.With("current_version", current)
+}
+
+// checkIfMatch honours an If-Match version (0: none was sent).
+func checkIfMatch(ifMatch, current int64) error {
+	if ifMatch != 0 && ifMatch != current {
+		return versionMismatch(current)
+	}
+	return nil
+}
+
+// Customer is someone invoices are addressed to.
+type Customer struct {
+	ID        uuid.UUID `json:"id"`
+	Name      string    `json:"name"`
+	Email     string    `json:"email"`
+	Currency  string    `json:"currency"`
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// ResourceVersion is the version the ETag carries.
+func (c *Customer) ResourceVersion() int64 { return c.Version }
+
+// Date is a calendar date (YYYY-MM-DD) without a time zone.
+type Date struct{ time.Time }
+
+// ParseDate parses YYYY-MM-DD.
+func ParseDate(s string) (Date, error) {
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		return Date{}, err
+	}
+	return Date{t}, nil
+}
+
+// String renders YYYY-MM-DD.
+func (d Date) String() string { return d.Format(time.DateOnly) }
+
+// MarshalJSON renders "YYYY-MM-DD".
+func (d Date) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+
+// Line is one line of an invoice. Amount is quantity × unit_amount and
+// TaxAmount is Amount × tax_rate_bps / 10000 rounded half-even, both in
+// minor units of the invoice's currency.
+type Line struct {
+	Description string `json:"description"`
+	Quantity    int64  `json:"quantity"`
+	UnitAmount  int64  `json:"unit_amount"`
+	TaxRateBPS  int64  `json:"tax_rate_bps"`
+	Amount      int64  `json:"amount"`
+	TaxAmount   int64  `json:"tax_amount"`
+}
+
+// Invoice is a draft or issued invoice with its lines and totals.
+type Invoice struct {
+	ID         uuid.UUID  `json:"id"`
+	Number     *string    `json:"number"`
+	Status     Status     `json:"status"`
+	CustomerID uuid.UUID  `json:"customer_id"`
+	Currency   string     `json:"currency"`
+	DueDate    *Date      `json:"due_date"`
+	Memo       string     `json:"memo"`
+	Lines      []Line     `json:"lines"`
+	Subtotal   int64      `json:"subtotal"`
+	TaxTotal   int64      `json:"tax_total"`
+	Total      int64      `json:"total"`
+	IssuedAt   *time.Time `json:"issued_at"`
+	VoidedAt   *time.Time `json:"voided_at"`
+	PaidAt     *time.Time `json:"paid_at"`
+	Version    int64      `json:"version"`
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+}
+
+// ResourceVersion is the version the ETag carries.
+func (inv *Invoice) ResourceVersion() int64 { return inv.Version }
+
+// Snapshot is what an approver decides on: the invoice with its lines and
+// totals, and its customer as they were.
+type Snapshot struct {
+	*Invoice
+	Customer *Customer `json:"customer"`
+}
+
+// maxAmount is 2^53-1: amounts leave the service as JSON numbers that
+// JavaScript clients read as doubles and that the audit chain and
+// approvals hash in RFC 8785 form, so anything above it would be silently
+// rounded somewhere. It is reported like an int64 overflow.
+const maxAmount = 1<<53 - 1
+
+// LineInput is a line as a client sends it.
+type LineInput struct {
+	Description string `json:"description"`
+	Quantity    int64  `json:"quantity"`
+	UnitAmount  int64  `json:"unit_amount"`
+	TaxRateBPS  int64  `json:"tax_rate_bps"`
+}
+
+// ComputeLines prices lines and returns them with the invoice totals. Every
+// product and sum is checked: an amount beyond the representable range is a
+// 422 AMOUNT_OVERFLOW naming the field, never a wrap.
+func ComputeLines(in []LineInput) (lines []Line, subtotal, taxTotal, total int64, err error) {
+	lines = make([]Line, 0, len(in))
+	for i, l := range in {
+		field := fmt.Sprintf("lines.%d", i)
+		amount, err := money.Mul(l.Quantity, l.UnitAmount, field+".unit_amount")
+		if err != nil {
+			return nil, 0, 0, 0, err
+		}
+		tax, err := money.Tax(amount, l.TaxRateBPS, field+".tax_rate_bps")
+		if err != nil {
+			return nil, 0, 0, 0, err
+		}
+		if subtotal, err = money.Add(subtotal, amount, "subtotal"); err != nil {
+			return nil, 0, 0, 0, err
+		}
+		if taxTotal, err = money.Add(taxTotal, tax, "tax_total"); err != nil {
+			return nil, 0, 0, 0, err
+		}
+		if amount > maxAmount {
+			return nil, 0, 0, 0, money.Overflow(field + ".unit_amount")
+		}
+		lines = append(lines, Line{Description: l.Description, Quantity: l.Quantity, UnitAmount: l.UnitAmount, TaxRateBPS: l.TaxRateBPS, Amount: amount, TaxAmount: tax})
+	}
+	if total, err = money.Add(subtotal, taxTotal, "total"); err != nil {
+		return nil, 0, 0, 0, err
+	}
+	if total > maxAmount {
+		return nil, 0, 0, 0, money.Overflow("total")
+	}
+	return lines, subtotal, taxTotal, total, nil
+}

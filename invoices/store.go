@@ -1,0 +1,407 @@
+package invoices
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// mapError is store.MapError plus the freeze trigger's SQLSTATE 55000,
+// which is a 409: the row's status forbids the write.
+func mapError(err error, what string) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "55000" {
+		e := problem.Conflict(CodeInvalidTransition, pgErr.Message)
+		e.Err = err
+		return e
+	}
+	return store.MapError(err, what)
+}
+
+// ---- customers ----
+
+const customerColumns = `id, name, email, currency, version, created_at, updated_at`
+
+func scanCustomer(row pgx.Row) (*Customer, error) {
+	var c Customer
+	if err := row.Scan(&c.ID, &c.Name, &c.Email, &c.Currency, &c.Version, &c.CreatedAt, &c.UpdatedAt); err != nil {
+		return nil, err
+	}
+	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
+	return &c, nil
+}
+
+// CustomerCreate inserts c (ID, Name, Email, Currency and CreatedAt set by
+// the caller) and returns the stored row.
+func CustomerCreate(ctx context.Context, db store.Executor, c *Customer) (*Customer, error) {
+	row := db.QueryRow(ctx, `
+		INSERT INTO customers (id, name, email, currency, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $5)
+		RETURNING `+customerColumns, c.ID, c.Name, c.Email, c.Currency, c.CreatedAt)
+	out, err := scanCustomer(row)
+	if err != nil {
+		return nil, mapError(err, "customer")
+	}
+	return out, nil
+}
+
+// CustomerGetByID returns one customer.
+func CustomerGetByID(ctx context.Context, db store.Executor, id uuid.UUID) (*Customer, error) {
+	out, err := scanCustomer(db.QueryRow(ctx, `SELECT `+customerColumns+` FROM customers WHERE id = $1`, id))
+	if err != nil {
+		return nil, mapError(err, "customer")
+	}
+	return out, nil
+}
+
+// CustomerLockTx returns one customer locked FOR UPDATE in tx.
+func CustomerLockTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*Customer, error) {
+	out, err := scanCustomer(tx.QueryRow(ctx, `SELECT `+customerColumns+` FROM customers WHERE id = $1 FOR UPDATE`, id))
+	if err != nil {
+		return nil, mapError(err, "customer")
+	}
+	return out, nil
+}
+
+// CustomerUpdateTx writes c's name, email and currency, bumping version.
+func CustomerUpdateTx(ctx context.Context, tx pgx.Tx, c *Customer, at time.Time) (*Customer, error) {
+	out, err := scanCustomer(tx.QueryRow(ctx, `
+		UPDATE customers SET name = $2, email = $3, currency = $4, version = version + 1, updated_at = $5
+		WHERE id = $1
+		RETURNING `+customerColumns, c.ID, c.Name, c.Email, c.Currency, at))
+	if err != nil {
+		return nil, mapError(err, "customer")
+	}
+	return out, nil
+}
+
+// Page is a keyset position: the (created_at, id) of the last row seen.
+type Page struct {
+	Limit int
+	After *Cursor
+}
+
+// CustomerList returns up to p.Limit customers after p.After in
+// (created_at, id) order.
+func CustomerList(ctx context.Context, db store.Executor, p Page) ([]*Customer, error) {
+	q := `SELECT ` + customerColumns + ` FROM customers`
+	args := []any{}
+	if p.After != nil {
+		q += ` WHERE (created_at, id) > ($1, $2)`
+		args = append(args, p.After.CreatedAt, p.After.ID)
+	}
+	q += fmt.Sprintf(` ORDER BY created_at, id LIMIT %d`, p.Limit)
+	rows, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, mapError(err, "customers")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Customer, error) { return scanCustomer(r) })
+	if err != nil {
+		return nil, mapError(err, "customers")
+	}
+	return out, nil
+}
+
+// ---- invoices ----
+
+const invoiceColumns = `id, number, status, customer_id, currency, due_date, memo, subtotal, tax_total, total,
+	issued_at, voided_at, paid_at, version, created_at, updated_at`
+
+func scanInvoice(row pgx.Row) (*Invoice, error) {
+	var (
+		inv Invoice
+		due *time.Time
+	)
+	if err := row.Scan(&inv.ID, &inv.Number, &inv.Status, &inv.CustomerID, &inv.Currency, &due, &inv.Memo,
+		&inv.Subtotal, &inv.TaxTotal, &inv.Total, &inv.IssuedAt, &inv.VoidedAt, &inv.PaidAt,
+		&inv.Version, &inv.CreatedAt, &inv.UpdatedAt); err != nil {
+		return nil, err
+	}
+	if due != nil {
+		inv.DueDate = &Date{time.Date(due.Year(), due.Month(), due.Day(), 0, 0, 0, 0, time.UTC)}
+	}
+	for _, t := range []**time.Time{&inv.IssuedAt, &inv.VoidedAt, &inv.PaidAt} {
+		if *t != nil {
+			u := (*t).UTC()
+			*t = &u
+		}
+	}
+	inv.CreatedAt, inv.UpdatedAt = inv.CreatedAt.UTC(), inv.UpdatedAt.UTC()
+	inv.Lines = []Line{}
+	return &inv, nil
+}
+
+func dueArg(d *Date) any {
+	if d == nil {
+		return nil
+	}
+	return d.Time
+}
+
+// linesInsert writes lines as positions 0..n-1 in one statement (unnest
+// keeps 1,000 lines at one round trip).
+func linesInsert(ctx context.Context, db store.Executor, invoiceID uuid.UUID, lines []Line) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	n := len(lines)
+	pos, qty, unit, rate, amt, tax := make([]int32, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	desc := make([]string, n)
+	for i, l := range lines {
+		pos[i], desc[i], qty[i], unit[i], rate[i], amt[i], tax[i] = int32(i), l.Description, l.Quantity, l.UnitAmount, l.TaxRateBPS, l.Amount, l.TaxAmount
+	}
+	_, err := db.Exec(ctx, `
+		INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_amount, tax_rate_bps, amount, tax_amount)
+		SELECT $1, * FROM unnest($2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::int[], $7::bigint[], $8::bigint[])`,
+		invoiceID, pos, desc, qty, unit, rate, amt, tax)
+	return mapError(err, "invoice lines")
+}
+
+// InvoiceCreate inserts a draft with its lines; run it in a transaction so
+// the lines and the invoice commit together.
+func InvoiceCreate(ctx context.Context, db store.Executor, inv *Invoice) (*Invoice, error) {
+	out, err := scanInvoice(db.QueryRow(ctx, `
+		INSERT INTO invoices (id, status, customer_id, currency, due_date, memo, subtotal, tax_total, total, created_at, updated_at)
+		VALUES ($1, 'draft', $2, $3, $4, $5, $6, $7, $8, $9, $9)
+		RETURNING `+invoiceColumns,
+		inv.ID, inv.CustomerID, inv.Currency, dueArg(inv.DueDate), inv.Memo, inv.Subtotal, inv.TaxTotal, inv.Total, inv.CreatedAt))
+	if err != nil {
+		return nil, mapError(err, "invoice")
+	}
+	if err := linesInsert(ctx, db, out.ID, inv.Lines); err != nil {
+		return nil, err
+	}
+	out.Lines = inv.Lines
+	return out, nil
+}
+
+// InvoiceGetByID returns one invoice with its lines.
+func InvoiceGetByID(ctx context.Context, db store.Executor, id uuid.UUID) (*Invoice, error) {
+	inv, err := scanInvoice(db.QueryRow(ctx, `SELECT `+invoiceColumns+` FROM invoices WHERE id = $1`, id))
+	if err != nil {
+		return nil, mapError(err, "invoice")
+	}
+	if err := linesLoad(ctx, db, []*Invoice{inv}); err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+// InvoiceLockTx returns one invoice with its lines, its row locked FOR
+// UPDATE in tx: every mutation starts here, so state checks and the effect
+// see the same row.
+func InvoiceLockTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*Invoice, error) {
+	inv, err := scanInvoice(tx.QueryRow(ctx, `SELECT `+invoiceColumns+` FROM invoices WHERE id = $1 FOR UPDATE`, id))
+	if err != nil {
+		return nil, mapError(err, "invoice")
+	}
+	if err := linesLoad(ctx, tx, []*Invoice{inv}); err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+func scanLine(row pgx.Row) (uuid.UUID, Line, error) {
+	var (
+		id uuid.UUID
+		l  Line
+	)
+	err := row.Scan(&id, &l.Description, &l.Quantity, &l.UnitAmount, &l.TaxRateBPS, &l.Amount, &l.TaxAmount)
+	return id, l, err
+}
+
+// linesLoad fills the lines of invs in one query.
+func linesLoad(ctx context.Context, db store.Executor, invs []*Invoice) error {
+	if len(invs) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(invs))
+	byID := make(map[uuid.UUID]*Invoice, len(invs))
+	for i, inv := range invs {
+		ids[i] = inv.ID
+		byID[inv.ID] = inv
+	}
+	rows, err := db.Query(ctx, `
+		SELECT invoice_id, description, quantity, unit_amount, tax_rate_bps, amount, tax_amount
+		FROM invoice_lines WHERE invoice_id = ANY($1) ORDER BY invoice_id, position`, ids)
+	if err != nil {
+		return mapError(err, "invoice lines")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		id, l, err := scanLine(rows)
+		if err != nil {
+			return mapError(err, "invoice lines")
+		}
+		byID[id].Lines = append(byID[id].Lines, l)
+	}
+	return mapError(rows.Err(), "invoice lines")
+}
+
+// InvoiceUpdateDraftTx rewrites a draft's content and replaces its lines,
+// bumping version. The caller holds the row lock and checked the status.
+func InvoiceUpdateDraftTx(ctx context.Context, tx pgx.Tx, inv *Invoice, at time.Time) (*Invoice, error) {
+	out, err := scanInvoice(tx.QueryRow(ctx, `
+		UPDATE invoices SET customer_id = $2, currency = $3, due_date = $4, memo = $5,
+			subtotal = $6, tax_total = $7, total = $8, version = version + 1, updated_at = $9
+		WHERE id = $1 AND status = 'draft'
+		RETURNING `+invoiceColumns,
+		inv.ID, inv.CustomerID, inv.Currency, dueArg(inv.DueDate), inv.Memo, inv.Subtotal, inv.TaxTotal, inv.Total, at))
+	if err != nil {
+		return nil, mapError(err, "invoice")
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM invoice_lines WHERE invoice_id = $1`, inv.ID); err != nil {
+		return nil, mapError(err, "invoice lines")
+	}
+	if err := linesInsert(ctx, tx, inv.ID, inv.Lines); err != nil {
+		return nil, err
+	}
+	out.Lines = inv.Lines
+	return out, nil
+}
+
+// InvoiceSetStatusTx moves an issued invoice to paid or void at at,
+// bumping version; the trigger refuses any other change of a frozen row.
+func InvoiceSetStatusTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, to Status, at time.Time) (*Invoice, error) {
+	var col string
+	switch to {
+	case StatusPaid:
+		col = "paid_at"
+	case StatusVoid:
+		col = "voided_at"
+	default:
+		return nil, fmt.Errorf("invoices: InvoiceSetStatusTx to %q", to)
+	}
+	inv, err := scanInvoice(tx.QueryRow(ctx, `
+		UPDATE invoices SET status = $2, `+col+` = $3, version = version + 1, updated_at = $3
+		WHERE id = $1
+		RETURNING `+invoiceColumns, id, to, at))
+	if err != nil {
+		return nil, mapError(err, "invoice")
+	}
+	if err := linesLoad(ctx, tx, []*Invoice{inv}); err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+// InvoiceNumber formats a number of a series: {prefix}-{year}-{seq:06}.
+func InvoiceNumber(prefix string, year int, seq int64) string {
+	return fmt.Sprintf("%s-%d-%06d", prefix, year, seq)
+}
+
+// InvoiceIssueTx takes the next number of the (prefix, year of at) series
+// and issues draft id with it, in ONE statement: the counter row is
+// created or bumped and the invoice updated together. Call it as the last
+// write before COMMIT: the counter row lock serialises every issuer of the
+// series until this transaction ends, and a rollback gives the number back,
+// which is what keeps numbers gapless.
+func InvoiceIssueTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, prefix string, at time.Time) (*Invoice, error) {
+	at = at.UTC()
+	inv, err := scanInvoice(tx.QueryRow(ctx, `
+		WITH seq AS (
+			INSERT INTO invoice_number_series AS s (prefix, year, last_seq) VALUES ($2, $3, 1)
+			ON CONFLICT (prefix, year) DO UPDATE SET last_seq = s.last_seq + 1
+			RETURNING last_seq
+		)
+		UPDATE invoices SET status = 'issued',
+			number = $5 || lpad(seq.last_seq::text, greatest(6, length(seq.last_seq::text)), '0'),
+			issued_at = $4, version = version + 1, updated_at = $4
+		FROM seq
+		WHERE id = $1 AND status = 'draft'
+		RETURNING `+prefixed(invoiceColumns, "invoices."), id, prefix, at.Year(), at, fmt.Sprintf("%s-%d-", prefix, at.Year())))
+	if err != nil {
+		return nil, mapError(err, "invoice")
+	}
+	if err := linesLoad(ctx, tx, []*Invoice{inv}); err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+func prefixed(cols, p string) string {
+	parts := strings.Split(cols, ",")
+	for i, c := range parts {
+		parts[i] = p + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// InvoiceDeleteTx deletes a draft and its lines.
+func InvoiceDeleteTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
+	tag, err := tx.Exec(ctx, `DELETE FROM invoices WHERE id = $1 AND status = 'draft'`, id)
+	if err != nil {
+		return mapError(err, "invoice")
+	}
+	if tag.RowsAffected() != 1 {
+		return problem.NotFound("invoice")
+	}
+	return nil
+}
+
+// InvoiceFilter narrows InvoiceList; zero fields do not filter.
+type InvoiceFilter struct {
+	Status        Status
+	CustomerID    *uuid.UUID
+	Number        string
+	CreatedAfter  *time.Time // inclusive
+	CreatedBefore *time.Time // exclusive
+}
+
+// InvoiceList returns up to p.Limit invoices (with lines) matching f after
+// p.After in (created_at, id) order.
+func InvoiceList(ctx context.Context, db store.Executor, f InvoiceFilter, p Page) ([]*Invoice, error) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
+	}
+	if f.Status != "" {
+		add("status = ?", f.Status)
+	}
+	if f.CustomerID != nil {
+		add("customer_id = ?", *f.CustomerID)
+	}
+	if f.Number != "" {
+		add("number = ?", f.Number)
+	}
+	if f.CreatedAfter != nil {
+		add("created_at >= ?", *f.CreatedAfter)
+	}
+	if f.CreatedBefore != nil {
+		add("created_at < ?", *f.CreatedBefore)
+	}
+	if p.After != nil {
+		args = append(args, p.After.CreatedAt, p.After.ID)
+		where = append(where, fmt.Sprintf("(created_at, id) > ($%d, $%d)", len(args)-1, len(args)))
+	}
+	q := `SELECT ` + invoiceColumns + ` FROM invoices`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += fmt.Sprintf(` ORDER BY created_at, id LIMIT %d`, p.Limit)
+	rows, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, mapError(err, "invoices")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Invoice, error) { return scanInvoice(r) })
+	if err != nil {
+		return nil, mapError(err, "invoices")
+	}
+	if err := linesLoad(ctx, db, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
