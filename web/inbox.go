@@ -17,8 +17,9 @@ import (
 
 // Deps are the services the pages call; app wires them.
 type Deps struct {
-	// Policy is the approvals policy the decisions run under.
-	Policy approvals.Policy
+	// Approvals lists, reads and decides approval requests; the refusal
+	// rules (role, own request, expiry) are its, not the pages'.
+	Approvals *approvals.Service
 }
 
 // recentDecisions is how many decided requests the inbox shows under the
@@ -111,12 +112,12 @@ func rowOf(a *approvals.Approval) requestRow {
 // the one to decide next), then the most recent decisions.
 func (h *Handler) inbox(c echo.Context, s *Session) error {
 	ctx := c.Request().Context()
-	pending, more, err := approvals.ApprovalList(ctx, h.db, approvals.ListParams{Status: approvals.StatusPending, Limit: pendingLimit})
+	pending, more, err := h.deps.Approvals.List(ctx, approvals.ListParams{Status: approvals.StatusPending, Limit: pendingLimit})
 	if err != nil {
 		return err
 	}
 	slices.Reverse(pending)
-	recent, _, err := approvals.ApprovalList(ctx, h.db, approvals.ListParams{Limit: recentDecisions + pendingLimit})
+	recent, _, err := h.deps.Approvals.List(ctx, approvals.ListParams{Limit: recentDecisions + pendingLimit})
 	if err != nil {
 		return err
 	}
@@ -215,7 +216,7 @@ func (h *Handler) approvalData(c echo.Context, s *Session) (*pageData, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := approvals.ApprovalGetByID(c.Request().Context(), h.db, id)
+	a, err := h.deps.Approvals.Get(c.Request().Context(), id)
 	if err != nil {
 		return nil, err
 	}
@@ -262,3 +263,43 @@ func (h *Handler) approval(c echo.Context, s *Session) error {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// decide records the viewer's decision through the approvals service,
+// which refuses what the viewer may not do whatever the page showed. A
+// refusal is shown on the request page with the form as it was sent.
+func (h *Handler) decide(decision string) pageFunc {
+	return func(c echo.Context, s *Session) error {
+		id, err := parseID(c, "approval")
+		if err != nil {
+			return err
+		}
+		reason := c.FormValue("reason")
+		_, err = h.deps.Approvals.Decide(c.Request().Context(), s.User.Principal(), "web", id, decision, reason)
+		if err != nil {
+			pe, ok := problem.As(err)
+			if !ok || pe.Status >= 500 || pe.Status == http.StatusNotFound {
+				return err
+			}
+			d, derr := h.approvalData(c, s)
+			if derr != nil {
+				return derr
+			}
+			d.Error = refusalText(pe)
+			d.Data.(*approvalView).Reason = reason
+			return h.render(c, pe.Status, "approval", d)
+		}
+		return c.Redirect(http.StatusSeeOther, "/approvals/"+id.String()+"?done="+decision)
+	}
+}
+
+// refusalText turns a problem into one sentence for the page.
+func refusalText(pe *problem.Error) string {
+	msg := pe.Detail
+	for _, f := range pe.Errors {
+		msg = "The " + f.Field + " " + f.Message + "."
+	}
+	if msg == "" {
+		msg = pe.Title
+	}
+	return strings.ToUpper(msg[:1]) + msg[1:]
+}

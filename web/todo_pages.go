@@ -9,11 +9,6 @@ import (
 )
 
 // These wait for the approvals decision API and the invoices package.
-func (h *Handler) decide(decision string) pageFunc {
-	return func(c echo.Context, s *Session) error {
-		return problem.New(http.StatusNotImplemented, "NOT_IMPLEMENTED", "deciding is not wired yet")
-	}
-}
 func (h *Handler) invoices(c echo.Context, s *Session) error {
 	return problem.New(http.StatusNotImplemented, "NOT_IMPLEMENTED", "invoices are not wired yet")
 }

@@ -41,8 +41,8 @@
       .then(function () { pending = false; });
   }
 
-  // Several events often arrive together (a request and its audit, a
-  // quorum's two decisions): coalesce them into one refresh.
+  // "approval" is one request's change, "resync" says changes may have
+  // been missed. Several often arrive together (a quorum's two decisions): coalesce them into one refresh.
   function schedule() {
     clearTimeout(timer);
     timer = setTimeout(refresh, 150);
@@ -51,7 +51,7 @@
   var es = new EventSource(root.getAttribute("data-live-events"), { withCredentials: true });
   es.onopen = function () { setStatus("Live: new requests appear here without reloading."); };
   es.onmessage = schedule;
-  ["approval", "approval.created", "approval.updated", "created", "decided", "status"].forEach(function (name) {
+  ["approval", "resync"].forEach(function (name) {
     es.addEventListener(name, schedule);
   });
   es.onerror = function () { setStatus("Live updates reconnecting…"); };

@@ -1,0 +1,180 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/approvals"
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// snapshotEUR is an invoice as the invoices package snapshots it: two
+// lines, 19 % and 7 % tax, totals that add up.
+func snapshotEUR(invoiceID string) json.RawMessage {
+	return json.RawMessage(`{"id":"` + invoiceID + `","status":"draft","number":null,"customer_id":"c1",
+		"customer":{"id":"c1","name":"Globex GmbH","email":"ap@globex.example"},"currency":"EUR","due_date":"2026-12-31","memo":"",
+		"lines":[{"description":"Consulting","quantity":3,"unit_amount":12000,"tax_rate_bps":1900,"amount":36000,"tax_amount":6840},
+		         {"description":"Books","quantity":1,"unit_amount":2550,"tax_rate_bps":700,"amount":2550,"tax_amount":179}],
+		"subtotal":38550,"tax_total":7019,"total":45569,"version":1}`)
+}
+
+// request asks for issue-invoice on a fresh invoice id through the
+// approvals gate, as the agent of clerk in conversation conv would, and
+// returns the pending request's id.
+func (b *bundle) request(t *testing.T, clerk *identity.User, via capability.Path) uuid.UUID {
+	t.Helper()
+	invoiceID := uuid.Must(uuid.NewV7()).String()
+	input := json.RawMessage(`{"invoice_id":"` + invoiceID + `"}`)
+	hash, err := capability.Hash(input)
+	require.NoError(t, err)
+	call := capability.Call{Name: "issue-invoice", Principal: clerk.Principal(), Via: via, Input: input, InputHash: hash}
+	target := capability.Target{Type: "invoice", ID: invoiceID, Version: 1, Amount: 45569, Currency: "EUR", Snapshot: snapshotEUR(invoiceID)}
+	err = store.WithTx(context.Background(), b.h.Pool, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := b.h.App.ApprovalGate().AuthorizeTx(ctx, tx, call, target)
+		return err
+	})
+	pe, ok := problem.As(err)
+	require.True(t, ok, "want APPROVAL_REQUIRED, got %v", err)
+	require.Equal(t, approvals.CodeApprovalRequired, pe.Code)
+	return uuid.MustParse(pe.Extra["approval_id"].(string))
+}
+
+func (b *bundle) approval(t *testing.T, id uuid.UUID) *approvals.Approval {
+	t.Helper()
+	a, err := approvals.ApprovalGetByID(context.Background(), b.h.Pool, id)
+	require.NoError(t, err)
+	return a
+}
+
+func TestInboxShowsAgentRequestAndApproverApproves(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(t, "alice", identity.RoleApprover)
+	clerk := b.user(t, "carl", identity.RoleClerk)
+	id := b.request(t, clerk, capability.AgentPath("conv-7f3a9c21"))
+
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("alice", testPassword).status)
+	p := br.do(http.MethodGet, "/inbox", nil)
+	require.Equal(t, http.StatusOK, p.status)
+	pending := p.body[strings.Index(p.body, `id="pending-h"`):strings.Index(p.body, `id="recent-h"`)]
+	require.Contains(t, pending, `data-request-id="`+id.String()+`"`)
+	require.Contains(t, pending, "Agent</span> for carl")
+	require.Contains(t, pending, "conv-7f3")
+	require.Contains(t, pending, "455.69")
+	require.Contains(t, pending, "0 of 1")
+	require.Contains(t, pending, "Globex GmbH")
+
+	p = br.do(http.MethodGet, "/approvals/"+id.String(), nil)
+	require.Equal(t, http.StatusOK, p.status)
+	for _, want := range []string{"Globex GmbH", "Consulting", "360.00", "68.40", "385.50", "70.19", "455.69", "19 %", "conv-7f3a9c21", `action="/approvals/` + id.String() + `/approve"`} {
+		require.Contains(t, p.body, want)
+	}
+
+	res := br.do(http.MethodPost, "/approvals/"+id.String()+"/approve", url.Values{"csrf_token": {csrfOf(t, p)}, "reason": {"checked against PO 4711"}})
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	require.Equal(t, "/approvals/"+id.String()+"?done=approve", res.header.Get("Location"))
+	a := b.approval(t, id)
+	require.Equal(t, approvals.StatusApproved, a.Status)
+	require.Len(t, a.Decisions, 1)
+	require.Equal(t, "alice", a.Decisions[0].Approver.Username)
+
+	p = br.do(http.MethodGet, res.header.Get("Location"), nil)
+	require.Contains(t, p.body, "You approved this request.")
+	require.Contains(t, p.body, "checked against PO 4711")
+	require.NotContains(t, p.body, `/approve"`, "a decided request has no decide buttons")
+}
+
+func TestRequesterAndClerkSeeNoButtonsAndServerRefuses(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(t, "alice", identity.RoleApprover)
+	clerk := b.user(t, "carl", identity.RoleClerk)
+	approver := b.user(t, "apu", identity.RoleApprover)
+	byClerk := b.request(t, clerk, capability.AgentPath("conv-1"))
+	byApprover := b.request(t, approver, capability.PathREST)
+
+	for _, c := range []struct {
+		user string
+		id   uuid.UUID
+		why  string
+	}{
+		{"carl", byClerk, "may not decide"},
+		{"apu", byApprover, "You asked for this approval"},
+	} {
+		br := b.browser(t)
+		require.Equal(t, http.StatusSeeOther, br.signIn(c.user, testPassword).status)
+		p := br.do(http.MethodGet, "/approvals/"+c.id.String(), nil)
+		require.Equal(t, http.StatusOK, p.status)
+		require.NotContains(t, p.body, `/approve"`)
+		require.NotContains(t, p.body, `/deny"`)
+		require.Contains(t, p.body, c.why)
+
+		// Posting the form anyway is refused by the approvals service.
+		res := br.do(http.MethodPost, "/approvals/"+c.id.String()+"/approve", url.Values{"csrf_token": {csrfOf(t, p)}})
+		require.Equal(t, http.StatusForbidden, res.status, c.user)
+		a := b.approval(t, c.id)
+		require.Equal(t, approvals.StatusPending, a.Status)
+		require.Empty(t, a.Decisions)
+	}
+}
+
+func TestDecideFormNeedsCSRFAndDenyNeedsReason(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(t, "alice", identity.RoleApprover)
+	clerk := b.user(t, "carl", identity.RoleClerk)
+	id := b.request(t, clerk, capability.PathBinding)
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("alice", testPassword).status)
+
+	res := br.do(http.MethodPost, "/approvals/"+id.String()+"/approve", url.Values{"reason": {"ok"}})
+	require.Equal(t, http.StatusForbidden, res.status)
+	require.Empty(t, b.approval(t, id).Decisions)
+
+	p := br.do(http.MethodGet, "/approvals/"+id.String(), nil)
+	res = br.do(http.MethodPost, "/approvals/"+id.String()+"/deny", url.Values{"csrf_token": {csrfOf(t, p)}, "reason": {"  "}})
+	require.Equal(t, http.StatusUnprocessableEntity, res.status)
+	require.Contains(t, res.body, "reason is required to deny")
+	require.Equal(t, approvals.StatusPending, b.approval(t, id).Status)
+
+	res = br.do(http.MethodPost, "/approvals/"+id.String()+"/deny", url.Values{"csrf_token": {csrfOf(t, p)}, "reason": {"wrong customer"}})
+	require.Equal(t, http.StatusSeeOther, res.status)
+	a := b.approval(t, id)
+	require.Equal(t, approvals.StatusDenied, a.Status)
+	require.Equal(t, "wrong customer", a.Decisions[0].Reason)
+
+	// The inbox moves it from pending to recent decisions.
+	p = br.do(http.MethodGet, "/inbox", nil)
+	recent := p.body[strings.Index(p.body, `id="recent-h"`):]
+	require.Contains(t, recent, id.String())
+	require.Contains(t, p.body, "Nothing is waiting for a decision.")
+	require.Equal(t, http.StatusNotFound, br.do(http.MethodGet, "/approvals/not-a-uuid", nil).status)
+	require.Equal(t, http.StatusNotFound, br.do(http.MethodGet, "/approvals/"+uuid.NewString(), nil).status)
+}
+
+func TestSessionCookieOnV1NeedsCSRFHeaderToChangeState(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(t, "alice", identity.RoleApprover)
+	clerk := b.user(t, "carl", identity.RoleClerk)
+	id := b.request(t, clerk, capability.PathREST)
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("alice", testPassword).status)
+
+	res := br.do(http.MethodPost, "/v1/approvals/"+id.String()+"/approve", url.Values{})
+	require.Equal(t, http.StatusForbidden, res.status)
+	require.Empty(t, b.approval(t, id).Decisions)
+	// Reads need no token.
+	require.Equal(t, http.StatusOK, br.do(http.MethodGet, "/v1/approvals/"+id.String(), nil).status)
+}
