@@ -7,6 +7,9 @@ package app
 import (
 	"context"
 	"log/slog"
+	"time"
+
+	"github.com/invoiced/invoiced/approvals"
 
 	"github.com/invoiced/invoiced/web"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,6 +21,9 @@ type Config struct {
 	// Web configures the back-office inbox (sessions, sign-in limits);
 	// the zero value means web.DefaultConfig().
 	Web *web.Config
+	// Approvals is the approval policy (ADR-0010); zero fields take the
+	// defaults of approvals.Policy. Tests set its clock.
+	Approvals approvals.Policy
 }
 
 // App holds the services and handlers of one running service.
@@ -25,22 +31,82 @@ type App struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
 	web  *web.Handler
+
+	approvalGate *approvals.Gate
+	approvalSvc  *approvals.Service
+	approvalHub  *approvals.Hub
+	stopSweep    context.CancelFunc
+	sweepDone    chan struct{}
 }
 
 // New builds services and handlers over pool.
-func New(_ context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
+func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
 	a := &App{pool: pool, log: log}
+	if err := a.startApprovals(ctx, cfg.Approvals); err != nil {
+		return nil, err
+	}
 	webCfg := web.DefaultConfig()
 	if cfg.Web != nil {
 		webCfg = *cfg.Web
 	}
-	wh, err := web.New(pool, webCfg, log, web.Deps{})
+	wh, err := web.New(pool, webCfg, log, web.Deps{Policy: a.approvalSvc.Policy()})
 	if err != nil {
+		a.Close()
 		return nil, err
 	}
 	a.web = wh
 	return a, nil
 }
 
+// approvalSweepInterval is how often expired approval requests are marked
+// and announced; reads and the gate expire what they touch at once, so
+// this only bounds how late a waiting client learns of an expiry.
+const approvalSweepInterval = 30 * time.Second
+
+// startApprovals builds the approval gate and service and starts the one
+// LISTEN connection of this process and the expiry sweep.
+func (a *App) startApprovals(ctx context.Context, policy approvals.Policy) error {
+	a.approvalHub = approvals.NewHub(a.pool.Config().ConnConfig, a.log)
+	if err := a.approvalHub.Start(ctx); err != nil {
+		return err
+	}
+	a.approvalGate = approvals.NewGate(policy)
+	a.approvalSvc = approvals.NewService(a.pool, policy, a.approvalHub)
+	sweepCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	a.stopSweep, a.sweepDone = stop, make(chan struct{})
+	go func() {
+		defer close(a.sweepDone)
+		t := time.NewTicker(approvalSweepInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-sweepCtx.Done():
+				return
+			case <-t.C:
+				if _, err := a.approvalSvc.ExpireDue(sweepCtx); err != nil && sweepCtx.Err() == nil {
+					a.log.Warn("approval expiry sweep", "err", err)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// ApprovalGate is the transactional gate consequential capabilities run
+// through (ADR-0010).
+func (a *App) ApprovalGate() *approvals.Gate { return a.approvalGate }
+
+// Approvals is the approval service (decisions, waits) the CLI and tests use.
+func (a *App) Approvals() *approvals.Service { return a.approvalSvc }
+
 // Close stops background work New started.
-func (a *App) Close() {}
+func (a *App) Close() {
+	if a.stopSweep != nil {
+		a.stopSweep()
+		<-a.sweepDone
+		a.stopSweep = nil
+	}
+	if a.approvalHub != nil {
+		a.approvalHub.Close()
+	}
+}

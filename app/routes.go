@@ -3,6 +3,7 @@ package app
 import (
 	"strings"
 
+	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/labstack/echo/v4"
 )
@@ -17,6 +18,8 @@ func (a *App) Routes(e *echo.Echo) {
 
 	me := &identity.Handler{DB: a.pool}
 	v1.GET("/me", me.Me)
+
+	(&approvals.Handler{Svc: a.approvalSvc, Hub: a.approvalHub}).Mount(v1)
 
 	// The back-office inbox: HTML pages outside /v1 (DESIGN.md §6).
 	a.web.Mount(e)

@@ -30,6 +30,7 @@ Usage:
                                              manage the database schema
   invoiced users create --username NAME --role clerk|approver|admin
                                              create a user and print a token
+  invoiced users passwd NAME                 set a user's web inbox password (prompt or stdin)
   invoiced tokens create --username NAME     print a new API token for a user
   invoiced version                           print the version
 

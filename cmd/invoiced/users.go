@@ -11,6 +11,9 @@ import (
 )
 
 func cmdUsers(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "passwd" {
+		return cmdUsersPasswd(ctx, e, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "create" {
 		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
 			fmt.Fprintln(stdout, "Usage: invoiced users create --username NAME --role clerk|approver|admin [--display-name TEXT]")
