@@ -49,7 +49,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	if cfg.Web != nil {
 		webCfg = *cfg.Web
 	}
-	wh, err := web.New(pool, webCfg, log, web.Deps{Policy: a.approvalSvc.Policy()})
+	wh, err := web.New(pool, webCfg, log, web.Deps{Approvals: a.approvalSvc})
 	if err != nil {
 		a.Close()
 		return nil, err

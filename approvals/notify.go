@@ -164,6 +164,14 @@ func (h *Hub) Subscribe() (<-chan Change, func()) {
 	}
 }
 
+// Subscribers returns how many long polls and streams are listening now
+// (a gauge for metrics, and how tests know a poll is waiting).
+func (h *Hub) Subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
 func (h *Hub) publish(c Change) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -33,6 +33,15 @@ func NewService(db store.Executor, policy Policy, hub *Hub) *Service {
 // Policy returns the service's policy with defaults filled.
 func (s *Service) Policy() Policy { return s.policy }
 
+// Waiters returns how many long polls and event streams of this process
+// are waiting for changes.
+func (s *Service) Waiters() int {
+	if s.hub == nil {
+		return 0
+	}
+	return s.hub.Subscribers()
+}
+
 // maxReasonLen bounds a decision reason (bytes, as the table does).
 const maxReasonLen = 2000
 

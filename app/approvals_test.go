@@ -1,0 +1,259 @@
+package app_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/app"
+	"github.com/invoiced/invoiced/app/apptest"
+	"github.com/invoiced/invoiced/approvals"
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/server"
+	"github.com/invoiced/invoiced/store"
+	"github.com/invoiced/invoiced/store/storetest"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// gateRequest asks the app's gate for target as a consequential call by
+// requester would, and returns the pending request's id.
+func gateRequest(t *testing.T, h *apptest.Harness, requester *identity.User, capName, target string, amount int64) string {
+	t.Helper()
+	input := []byte(fmt.Sprintf(`{"id":%q}`, target))
+	hash, err := capability.Hash(input)
+	require.NoError(t, err)
+	c := capability.Call{Name: capName, Principal: requester.Principal(), Via: capability.PathREST, Input: input, InputHash: hash}
+	err = store.WithTx(context.Background(), h.Pool, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := h.App.ApprovalGate().AuthorizeTx(ctx, tx, c, capability.Target{
+			Type: "invoice", ID: target, Version: 1, Amount: amount, Currency: "EUR",
+			Snapshot: []byte(fmt.Sprintf(`{"id":%q,"total":%d}`, target, amount)),
+		})
+		return err
+	})
+	pe, ok := problem.As(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, approvals.CodeApprovalRequired, pe.Code)
+	return pe.Extra["approval_id"].(string)
+}
+
+func mustUUID(t *testing.T, s string) uuid.UUID {
+	t.Helper()
+	id, err := uuid.Parse(s)
+	require.NoError(t, err)
+	return id
+}
+
+func TestApprovalDecisionsOverHTTP(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := apptest.New(t, apptest.Options{})
+	clerk, clerkTok := h.User(t, "clara", identity.RoleClerk)
+	asker, askerTok := h.User(t, "ann", identity.RoleApprover)
+	_, bobTok := h.User(t, "bob", identity.RoleApprover)
+	gone, goneTok := h.User(t, "gus", identity.RoleApprover)
+	_, adminTok := h.User(t, "ada", identity.RoleAdmin)
+
+	id := gateRequest(t, h, asker, "issue-invoice", "inv-1", 500)
+
+	// The requester, a clerk: 403, nothing written.
+	for _, tok := range []string{askerTok, clerkTok} {
+		resp := h.Do(t, "POST", "/v1/approvals/"+id+"/approve", tok, map[string]string{"reason": "ok"})
+		require.Equal(t, http.StatusForbidden, resp.StatusCode, string(resp.Body))
+		require.Equal(t, problem.CodeForbidden, resp.Problem(t)["code"])
+	}
+	// A disabled approver's token stops working at once.
+	require.NoError(t, identity.UserSetDisabled(ctx, h.Pool, gone.ID, true))
+	resp := h.Do(t, "POST", "/v1/approvals/"+id+"/approve", goneTok, nil)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, string(resp.Body))
+	// A disabled approver acting through any other path (the CLI) is 403.
+	_, err := h.App.Approvals().Decide(ctx, gone.Principal(), "cli", mustUUID(t, id), approvals.DecisionApprove, "")
+	require.True(t, problem.HasCode(err, problem.CodeForbidden), "%v", err)
+
+	// Bad input: unknown field, malformed id, deny without a reason.
+	resp = h.Do(t, "POST", "/v1/approvals/"+id+"/approve", bobTok, `{"reasn":"typo"}`)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, string(resp.Body))
+	resp = h.Do(t, "POST", "/v1/approvals/"+id+"/approve", bobTok, `{"reason":`)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, string(resp.Body))
+	resp = h.Do(t, "POST", "/v1/approvals/not-an-id/approve", bobTok, nil)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, string(resp.Body))
+	resp = h.Do(t, "POST", "/v1/approvals/"+id+"/deny", bobTok, map[string]string{"reason": ""})
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, string(resp.Body))
+	var n int
+	require.NoError(t, h.Pool.QueryRow(ctx, `SELECT count(*) FROM approval_decisions`).Scan(&n))
+	require.Zero(t, n, "refused decisions write nothing")
+
+	// An approver: ok, with the snapshot in the body.
+	resp = h.Do(t, "POST", "/v1/approvals/"+id+"/approve", bobTok, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
+	var a approvals.Approval
+	resp.JSON(t, &a)
+	require.Equal(t, approvals.StatusApproved, a.Status)
+	require.JSONEq(t, `{"id":"inv-1","total":500}`, string(a.Snapshot))
+	require.Equal(t, "bob", a.Decisions[0].Approver.Username)
+
+	// Cancel is the requester's, and only while pending.
+	id2 := gateRequest(t, h, clerk, "delete-invoice", "inv-2", 500)
+	resp = h.Do(t, "POST", "/v1/approvals/"+id2+"/cancel", adminTok, nil)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, string(resp.Body))
+	resp = h.Do(t, "POST", "/v1/approvals/"+id2+"/cancel", clerkTok, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
+	resp = h.Do(t, "POST", "/v1/approvals/"+id2+"/approve", adminTok, nil)
+	require.Equal(t, http.StatusConflict, resp.StatusCode, string(resp.Body))
+	require.Equal(t, approvals.CodeNotPending, resp.Problem(t)["code"])
+}
+
+func TestApprovalListFiltersAndPages(t *testing.T) {
+	t.Parallel()
+	h := apptest.New(t, apptest.Options{})
+	clerk, tok := h.User(t, "clara", identity.RoleClerk)
+	h.User(t, "bob", identity.RoleApprover)
+	_, adminTok := h.User(t, "ada", identity.RoleAdmin)
+	var ids []string
+	for i := range 3 {
+		ids = append(ids, gateRequest(t, h, clerk, "issue-invoice", fmt.Sprintf("inv-%d", i), 100))
+	}
+	resp := h.Do(t, "POST", "/v1/approvals/"+ids[0]+"/approve", adminTok, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
+
+	var page approvals.ListResponse
+	resp = h.Do(t, "GET", "/v1/approvals?limit=2", tok, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
+	resp.JSON(t, &page)
+	require.Len(t, page.Items, 2)
+	require.Equal(t, ids[2], page.Items[0].ID.String(), "newest first")
+	require.NotEmpty(t, page.NextCursor)
+	resp = h.Do(t, "GET", "/v1/approvals?limit=2&cursor="+page.NextCursor, tok, nil)
+	page = approvals.ListResponse{}
+	resp.JSON(t, &page)
+	require.Len(t, page.Items, 1)
+	require.Equal(t, ids[0], page.Items[0].ID.String())
+	require.Empty(t, page.NextCursor)
+
+	page = approvals.ListResponse{}
+	h.Do(t, "GET", "/v1/approvals?status=approved", tok, nil).JSON(t, &page)
+	require.Len(t, page.Items, 1)
+	require.Equal(t, ids[0], page.Items[0].ID.String())
+
+	for _, q := range []string{"status=nope", "cursor=xyz", "cursor=AAAA", "limit=0", "limit=101"} {
+		resp = h.Do(t, "GET", "/v1/approvals?"+q, tok, nil)
+		require.Contains(t, []int{http.StatusBadRequest, http.StatusUnprocessableEntity}, resp.StatusCode, q+": "+string(resp.Body))
+	}
+	resp = h.Do(t, "GET", "/v1/approvals/"+ids[1]+"?wait=61s", tok, nil)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, string(resp.Body))
+	resp = h.Do(t, "GET", "/v1/approvals/0190d3f0-0000-7000-8000-000000000000", tok, nil)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, string(resp.Body))
+}
+
+// replica starts another instance of the service over dbURL, as a second
+// `invoiced serve` process would be.
+func replica(t *testing.T, dbURL string) *apptest.Harness {
+	t.Helper()
+	pool := storetest.PoolFor(t, dbURL)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := app.New(context.Background(), app.Config{}, pool, log)
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return pool.Ping(ctx) })
+	a.Routes(e)
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	return &apptest.Harness{URL: srv.URL, DBURL: dbURL, Pool: pool, App: a, Server: srv}
+}
+
+// TestWaitWakesAcrossReplicas is DESIGN.md §3's promise: a decision made on
+// replica B wakes a long poll held by replica A, through LISTEN/NOTIFY.
+func TestWaitWakesAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	a := apptest.New(t, apptest.Options{})
+	b := replica(t, a.DBURL)
+	clerk, clerkTok := a.User(t, "clara", identity.RoleClerk)
+	_, bobTok := a.User(t, "bob", identity.RoleApprover)
+	id := gateRequest(t, a, clerk, "issue-invoice", "inv-1", 100)
+
+	type result struct {
+		resp *apptest.Response
+		at   time.Time
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		resp := a.Do(t, "GET", "/v1/approvals/"+id+"?wait=30s", clerkTok, nil)
+		done <- result{resp, time.Now()}
+	}()
+	// Let A's poll reach its wait before B decides.
+	require.Eventually(t, func() bool { return waiting(a) }, 5*time.Second, 5*time.Millisecond)
+	decided := time.Now()
+	resp := b.Do(t, "POST", "/v1/approvals/"+id+"/approve", bobTok, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
+
+	r := <-done
+	require.Equal(t, http.StatusOK, r.resp.StatusCode, string(r.resp.Body))
+	var got approvals.Approval
+	r.resp.JSON(t, &got)
+	require.Equal(t, approvals.StatusApproved, got.Status)
+	latency := r.at.Sub(decided)
+	t.Logf("decision on B woke the wait on A %s after the decision request started (poll held %s)", latency, r.at.Sub(start))
+	require.Less(t, r.at.Sub(start), 15*time.Second, "woken by the decision, not by the 30 s timeout")
+}
+
+// waiting reports whether some long poll or stream of a is subscribed.
+func waiting(h *apptest.Harness) bool { return h.App.Approvals().Waiters() > 0 }
+
+func TestWaitTimesOutUnchanged(t *testing.T) {
+	t.Parallel()
+	h := apptest.New(t, apptest.Options{})
+	clerk, tok := h.User(t, "clara", identity.RoleClerk)
+	h.User(t, "bob", identity.RoleApprover)
+	id := gateRequest(t, h, clerk, "issue-invoice", "inv-1", 100)
+	start := time.Now()
+	resp := h.Do(t, "GET", "/v1/approvals/"+id+"?wait=300ms", tok, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
+	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	var a approvals.Approval
+	resp.JSON(t, &a)
+	require.Equal(t, approvals.StatusPending, a.Status)
+}
+
+func TestEventsStreamStatusChanges(t *testing.T) {
+	t.Parallel()
+	h := apptest.New(t, apptest.Options{})
+	clerk, tok := h.User(t, "clara", identity.RoleClerk)
+	_, bobTok := h.User(t, "bob", identity.RoleApprover)
+	id := gateRequest(t, h, clerk, "issue-invoice", "inv-1", 100)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", h.URL+"/v1/approvals/events", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	rd := bufio.NewReader(resp.Body)
+	_, err = rd.ReadString('\n') // the opening comment
+	require.NoError(t, err)
+
+	r := h.Do(t, "POST", "/v1/approvals/"+id+"/approve", bobTok, nil)
+	require.Equal(t, http.StatusOK, r.StatusCode, string(r.Body))
+	var frame strings.Builder
+	for !strings.Contains(frame.String(), `"status":"approved"`) {
+		line, err := rd.ReadString('\n')
+		require.NoError(t, err, "stream so far: %s", frame.String())
+		frame.WriteString(line)
+	}
+	require.Contains(t, frame.String(), "event: approval\n")
+	require.Contains(t, frame.String(), `"id":"`+id+`"`)
+}
