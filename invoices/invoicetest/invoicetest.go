@@ -1,0 +1,88 @@
+// Package invoicetest builds customers and invoices straight in the store
+// for tests of other packages (approvals, steploop) that need a target row.
+package invoicetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// CustomerOpts tweaks Customer; zero fields take defaults.
+type CustomerOpts struct {
+	Name     string // default "Acme GmbH"
+	Currency string // default EUR
+}
+
+// Customer inserts a customer.
+func Customer(ctx context.Context, t testing.TB, db store.Executor, opts CustomerOpts) *invoices.Customer {
+	t.Helper()
+	if opts.Name == "" {
+		opts.Name = "Acme GmbH"
+	}
+	if opts.Currency == "" {
+		opts.Currency = "EUR"
+	}
+	c, err := invoices.CustomerCreate(ctx, db, &invoices.Customer{
+		ID: uuid.Must(uuid.NewV7()), Name: opts.Name, Email: "billing@example.com", Currency: opts.Currency,
+		CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
+	})
+	require.NoError(t, err)
+	return c
+}
+
+// DraftOpts tweaks Draft; zero fields take defaults.
+type DraftOpts struct {
+	// CustomerID of an existing customer; nil creates one.
+	CustomerID *uuid.UUID
+	// Currency defaults to EUR.
+	Currency string
+	// Lines default to one line of 2 × 50.00 at 20 % tax (total 120.00).
+	Lines []invoices.LineInput
+}
+
+// Draft inserts a draft invoice with its lines in db (a pool or the
+// caller's transaction).
+func Draft(ctx context.Context, t testing.TB, db store.Executor, opts DraftOpts) *invoices.Invoice {
+	t.Helper()
+	if opts.Currency == "" {
+		opts.Currency = "EUR"
+	}
+	if opts.CustomerID == nil {
+		c := Customer(ctx, t, db, CustomerOpts{Currency: opts.Currency})
+		opts.CustomerID = &c.ID
+	}
+	if opts.Lines == nil {
+		opts.Lines = []invoices.LineInput{{Description: "Consulting", Quantity: 2, UnitAmount: 5000, TaxRateBPS: 2000}}
+	}
+	lines, sub, tax, total, err := invoices.ComputeLines(opts.Lines)
+	require.NoError(t, err)
+	inv, err := invoices.InvoiceCreate(ctx, db, &invoices.Invoice{
+		ID: uuid.Must(uuid.NewV7()), CustomerID: *opts.CustomerID, Currency: opts.Currency,
+		Lines: lines, Subtotal: sub, TaxTotal: tax, Total: total,
+		CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
+	})
+	require.NoError(t, err)
+	return inv
+}
+
+// Issued inserts a draft and issues it directly in the store (no gate):
+// for tests that need an issued invoice while the gate refuses everything.
+func Issued(ctx context.Context, t testing.TB, db store.Executor, opts DraftOpts) *invoices.Invoice {
+	t.Helper()
+	d := Draft(ctx, t, db, opts)
+	var out *invoices.Invoice
+	err := store.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		out, err = invoices.InvoiceIssueTx(ctx, tx, d.ID, invoices.DefaultNumberPrefix, time.Now())
+		return err
+	})
+	require.NoError(t, err)
+	return out
+}
