@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/approvals"
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/invoices"
 
 	"github.com/invoiced/invoiced/web"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,6 +26,8 @@ type Config struct {
 	// Approvals is the approval policy (ADR-0010); zero fields take the
 	// defaults of approvals.Policy. Tests set its clock.
 	Approvals approvals.Policy
+	// Invoices configures invoicing (number prefix, clock).
+	Invoices invoices.Config
 }
 
 // App holds the services and handlers of one running service.
@@ -37,6 +41,9 @@ type App struct {
 	approvalHub  *approvals.Hub
 	stopSweep    context.CancelFunc
 	sweepDone    chan struct{}
+
+	caps     *capability.Registry
+	invoices *invoices.Service
 }
 
 // New builds services and handlers over pool.
@@ -44,6 +51,16 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	a := &App{pool: pool, log: log}
 	if err := a.startApprovals(ctx, cfg.Approvals); err != nil {
 		return nil, err
+	}
+	// issue-invoice and delete-invoice take effect only by consuming a
+	// durable approval in their own transaction (ADR-0010).
+	a.invoices = invoices.NewService(pool, a.approvalGate, cfg.Invoices)
+	a.caps = capability.NewRegistry()
+	for _, c := range invoices.Capabilities(a.invoices) {
+		if err := a.caps.Register(c); err != nil {
+			a.Close()
+			return nil, err
+		}
 	}
 	webCfg := web.DefaultConfig()
 	if cfg.Web != nil {
@@ -95,6 +112,9 @@ func (a *App) startApprovals(ctx context.Context, policy approvals.Policy) error
 // ApprovalGate is the transactional gate consequential capabilities run
 // through (ADR-0010).
 func (a *App) ApprovalGate() *approvals.Gate { return a.approvalGate }
+
+// Capabilities is the registry every path runs capabilities through.
+func (a *App) Capabilities() *capability.Registry { return a.caps }
 
 // Approvals is the approval service (decisions, waits) the CLI and tests use.
 func (a *App) Approvals() *approvals.Service { return a.approvalSvc }

@@ -4,7 +4,10 @@ import (
 	"strings"
 
 	"github.com/invoiced/invoiced/approvals"
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/idempotency"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/invoices"
 	"github.com/labstack/echo/v4"
 )
 
@@ -14,10 +17,30 @@ func (a *App) Routes(e *echo.Echo) {
 	// group middleware: Echo answers 404 instead of 405 for a known path
 	// with the wrong method when a group has middleware.
 	e.Use(onlyUnder("/v1/", identity.Authenticate(a.pool, a.web.SessionLookup)))
+	// After authentication: keys are scoped per principal.
+	e.Use(onlyUnder("/v1/", idempotency.Middleware(a.pool)))
 	v1 := e.Group("/v1")
 
 	me := &identity.Handler{DB: a.pool}
 	v1.GET("/me", me.Me)
+
+	caps := &capability.HTTP{Registry: a.caps}
+	v1.GET("/capabilities", caps.List)
+	v1.POST("/capabilities/:name/invoke", caps.Invoke)
+
+	inv := &invoices.Handler{Caps: caps}
+	v1.POST("/customers", inv.CustomerCreate)
+	v1.GET("/customers", inv.CustomerList)
+	v1.GET("/customers/:id", inv.CustomerGet)
+	v1.PATCH("/customers/:id", inv.CustomerUpdate)
+	v1.POST("/invoices", inv.InvoiceCreate)
+	v1.GET("/invoices", inv.InvoiceList)
+	v1.GET("/invoices/:id", inv.InvoiceGet)
+	v1.PATCH("/invoices/:id", inv.InvoiceUpdate)
+	v1.DELETE("/invoices/:id", inv.InvoiceDelete)
+	v1.POST("/invoices/:id/issue", inv.InvoiceIssue)
+	v1.POST("/invoices/:id/void", inv.InvoiceVoid)
+	v1.POST("/invoices/:id/mark-paid", inv.InvoiceMarkPaid)
 
 	(&approvals.Handler{Svc: a.approvalSvc, Hub: a.approvalHub}).Mount(v1)
 
