@@ -1,0 +1,511 @@
+package invoices_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/app/apptest"
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/store/storetest"
+	"github.com/stretchr/testify/require"
+)
+
+type httpBundle struct {
+	ctx      context.Context
+	h        *apptest.Harness
+	clerk    string
+	approver string
+	admin    string
+	customer *invoices.Customer
+}
+
+func setupHTTP(t *testing.T) httpBundle {
+	t.Helper()
+	h := apptest.New(t, apptest.Options{})
+	_, clerk := h.User(t, "clerk1", identity.RoleClerk)
+	_, approver := h.User(t, "approver1", identity.RoleApprover)
+	_, admin := h.User(t, "admin1", identity.RoleAdmin)
+	ctx := context.Background()
+	return httpBundle{ctx: ctx, h: h, clerk: clerk, approver: approver, admin: admin,
+		customer: invoicetest.Customer(ctx, t, h.Pool, invoicetest.CustomerOpts{Currency: "EUR"})}
+}
+
+// counts is what a refused request must leave untouched.
+type counts struct{ customers, invoices, lines, audit, series int }
+
+func (b httpBundle) counts(t *testing.T) counts {
+	t.Helper()
+	var c counts
+	require.NoError(t, b.h.Pool.QueryRow(b.ctx, `SELECT
+		(SELECT count(*) FROM customers), (SELECT count(*) FROM invoices), (SELECT count(*) FROM invoice_lines),
+		(SELECT count(*) FROM audit_events), (SELECT count(*) FROM invoice_number_series)`).
+		Scan(&c.customers, &c.invoices, &c.lines, &c.audit, &c.series))
+	return c
+}
+
+func requireProblem(t *testing.T, r *apptest.Response, status int, code string) map[string]any {
+	t.Helper()
+	require.Equal(t, status, r.StatusCode, "body: %s", r.Body)
+	p := r.Problem(t)
+	require.Equal(t, code, p["code"], "body: %s", r.Body)
+	return p
+}
+
+func requireField(t *testing.T, p map[string]any, field string) {
+	t.Helper()
+	errs, _ := p["errors"].([]any)
+	for _, e := range errs {
+		if e.(map[string]any)["field"] == field {
+			return
+		}
+	}
+	t.Fatalf("no error names field %q: %v", field, p)
+}
+
+func line(desc string, qty, unit, bps int64) map[string]any {
+	return map[string]any{"description": desc, "quantity": qty, "unit_amount": unit, "tax_rate_bps": bps}
+}
+
+func TestCustomerAndDraftHTTP(t *testing.T) {
+	t.Parallel()
+	b := setupHTTP(t)
+
+	r := b.h.Do(t, http.MethodPost, "/v1/customers", b.clerk, map[string]any{"name": "Tokyo KK", "email": "ap@tokyo.example", "currency": "JPY"})
+	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
+	var c map[string]any
+	r.JSON(t, &c)
+	require.Equal(t, "JPY", c["currency"])
+	require.Equal(t, `"1"`, r.Header.Get("ETag"))
+	require.Equal(t, "/v1/customers/"+c["id"].(string), r.Header.Get("Location"))
+	id, err := uuid.Parse(c["id"].(string))
+	require.NoError(t, err)
+	require.Equal(t, uuid.Version(7), id.Version())
+
+	// A draft in the customer's currency by default; amounts in yen.
+	r = b.h.Do(t, http.MethodPost, "/v1/invoices", b.clerk, map[string]any{
+		"customer_id": c["id"], "memo": "March", "due_date": "2999-01-31",
+		"lines": []any{line("Widget", 3, 1005, 1950), line("Fee", 1, 25, 1000)},
+	})
+	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
+	var inv map[string]any
+	r.JSON(t, &inv)
+	require.Equal(t, "JPY", inv["currency"])
+	require.Equal(t, "draft", inv["status"])
+	require.Nil(t, inv["number"])
+	require.Equal(t, "2999-01-31", inv["due_date"])
+	require.EqualValues(t, 3015+25, inv["subtotal"])
+	require.EqualValues(t, 588+2, inv["tax_total"]) // 587.925 → 588, 2.5 → 2
+	require.EqualValues(t, 3040+590, inv["total"])
+	lines := inv["lines"].([]any)
+	require.EqualValues(t, 3015, lines[0].(map[string]any)["amount"])
+	require.EqualValues(t, 2, lines[1].(map[string]any)["tax_amount"])
+
+	r = b.h.Do(t, http.MethodGet, "/v1/invoices/"+inv["id"].(string), b.approver, nil)
+	require.Equal(t, http.StatusOK, r.StatusCode)
+	require.Equal(t, `"1"`, r.Header.Get("ETag"))
+
+	// Approvers read but do not write.
+	r = b.h.Do(t, http.MethodPost, "/v1/invoices", b.approver, map[string]any{"customer_id": c["id"]})
+	requireProblem(t, r, http.StatusForbidden, "FORBIDDEN")
+
+	// Every mutation is audited with its principal and path.
+	var actor, via string
+	require.NoError(t, b.h.Pool.QueryRow(b.ctx, `SELECT event->>'actor', event->>'via' FROM audit_events WHERE type = 'invoice.draft_created' AND subject_id = $1`, inv["id"]).Scan(&actor, &via))
+	require.Equal(t, "clerk1", actor)
+	require.Equal(t, "rest", via)
+
+	// The same capability over /invoke, audited as a binding.
+	r = b.h.Do(t, http.MethodPost, "/v1/capabilities/update-draft-invoice/invoke", b.clerk, map[string]any{
+		"input": map[string]any{"invoice_id": inv["id"], "lines": []any{line("Only", 1, 100, 0)}},
+	})
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	var out struct{ Output map[string]any }
+	r.JSON(t, &out)
+	require.EqualValues(t, 100, out.Output["total"])
+	require.EqualValues(t, 2, out.Output["version"])
+	require.NoError(t, b.h.Pool.QueryRow(b.ctx, `SELECT event->>'via' FROM audit_events WHERE type = 'invoice.draft_updated' AND subject_id = $1`, inv["id"]).Scan(&via))
+	require.Equal(t, "binding", via)
+}
+
+func TestCapabilitiesList(t *testing.T) {
+	t.Parallel()
+	b := setupHTTP(t)
+	r := b.h.Do(t, http.MethodGet, "/v1/capabilities", b.clerk, nil)
+	require.Equal(t, http.StatusOK, r.StatusCode)
+	var body struct {
+		Data []struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Risk        string          `json:"risk"`
+			InputSchema json.RawMessage `json:"input_schema"`
+		}
+	}
+	r.JSON(t, &body)
+	risks := map[string]string{}
+	for _, d := range body.Data {
+		risks[d.Name] = d.Risk
+		require.NotEmpty(t, d.Description)
+		require.NotEmpty(t, d.InputSchema)
+	}
+	require.Equal(t, map[string]string{
+		"list-customers": "read", "get-customer": "read", "create-customer": "bound", "update-customer": "bound",
+		"list-invoices": "read", "get-invoice": "read", "create-draft-invoice": "bound", "update-draft-invoice": "bound",
+		"void-invoice": "bound", "mark-invoice-paid": "bound", "issue-invoice": "consequential", "delete-invoice": "consequential",
+	}, risks)
+
+	r = b.h.Do(t, http.MethodPost, "/v1/capabilities/no-such-thing/invoke", b.clerk, map[string]any{"input": map[string]any{}})
+	requireProblem(t, r, http.StatusNotFound, "UNKNOWN_CAPABILITY")
+}
+
+// TestConsequentialNeedsApproval: issue-invoice and delete-invoice take no
+// effect on any path for any role without an approval; once an approver
+// approves, the requester's retry issues the invoice with the first number.
+func TestConsequentialNeedsApproval(t *testing.T) {
+	t.Parallel()
+	b := setupHTTP(t)
+	draft := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
+	id := draft.ID.String()
+	invoiceEvents := func() int {
+		var n int
+		require.NoError(t, b.h.Pool.QueryRow(b.ctx, `SELECT count(*) FROM audit_events WHERE type LIKE 'invoice.%'`).Scan(&n))
+		return n
+	}
+	before := b.counts(t)
+	eventsBefore := invoiceEvents()
+
+	var clerkIssueApproval string
+	for _, who := range []struct {
+		name, token, code string
+	}{
+		{"clerk", b.clerk, invoices.CodeApprovalRequired},
+		{"admin", b.admin, invoices.CodeApprovalRequired},
+		// Approvers decide approvals; they do not issue or delete.
+		{"approver", b.approver, "FORBIDDEN"},
+	} {
+		for i, req := range []struct {
+			method, path string
+			body         any
+		}{
+			{http.MethodPost, "/v1/invoices/" + id + "/issue", nil},
+			{http.MethodDelete, "/v1/invoices/" + id, nil},
+			{http.MethodPost, "/v1/capabilities/issue-invoice/invoke", map[string]any{"input": map[string]any{"invoice_id": id}}},
+			{http.MethodPost, "/v1/capabilities/delete-invoice/invoke", map[string]any{"input": map[string]any{"invoice_id": id}}},
+		} {
+			r := b.h.Do(t, req.method, req.path, who.token, req.body)
+			p := requireProblem(t, r, http.StatusForbidden, who.code)
+			if who.code == invoices.CodeApprovalRequired {
+				require.NotEmpty(t, p["approval_id"], "%s %s", req.method, req.path)
+				if who.name == "clerk" && i == 0 {
+					clerkIssueApproval = p["approval_id"].(string)
+				}
+			}
+		}
+	}
+	after := b.counts(t)
+	require.Equal(t, before.invoices, after.invoices)
+	require.Equal(t, before.lines, after.lines)
+	require.Zero(t, after.series, "no number was taken")
+	require.Equal(t, eventsBefore, invoiceEvents(), "no invoice effect was audited")
+	got, err := invoices.InvoiceGetByID(b.ctx, b.h.Pool, draft.ID)
+	require.NoError(t, err)
+	require.Equal(t, invoices.StatusDraft, got.Status)
+	require.Nil(t, got.Number)
+	require.Equal(t, int64(1), got.Version)
+
+	// The approver approves the clerk's request; the clerk's retry issues.
+	r := b.h.Do(t, http.MethodPost, "/v1/approvals/"+clerkIssueApproval+"/approve", b.approver, map[string]any{"reason": "checked"})
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	r = b.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/issue", b.clerk, nil)
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	var inv invoices.Invoice
+	r.JSON(t, &inv)
+	require.Equal(t, invoices.StatusIssued, inv.Status)
+	require.Equal(t, fmt.Sprintf("INV-%d-000001", time.Now().UTC().Year()), *inv.Number)
+	require.Equal(t, `"2"`, r.Header.Get("ETag"))
+	var approvalID string
+	require.NoError(t, b.h.Pool.QueryRow(b.ctx, `SELECT event->'data'->>'approval_id' FROM audit_events WHERE type = 'invoice.issued' AND subject_id = $1`, id).Scan(&approvalID))
+	require.Equal(t, clerkIssueApproval, approvalID)
+
+	// State checks come first: issuing or deleting an issued invoice is a
+	// 409 naming its status, not a request for approval.
+	before = b.counts(t)
+	r = b.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/issue", b.admin, nil)
+	p := requireProblem(t, r, http.StatusConflict, invoices.CodeInvalidTransition)
+	require.Equal(t, "issued", p["current_status"])
+	r = b.h.Do(t, http.MethodDelete, "/v1/invoices/"+id, b.admin, nil)
+	p = requireProblem(t, r, http.StatusConflict, invoices.CodeInvalidTransition)
+	require.Equal(t, "issued", p["current_status"])
+	require.Equal(t, before, b.counts(t))
+}
+
+// TestRefuseGate: the gate wired before approvals existed refuses every
+// consequential call, for every role and path, writing nothing.
+func TestRefuseGate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := storetest.Pool(t)
+	reg := capability.NewRegistry()
+	reg.MustRegister(invoices.Capabilities(invoices.NewService(pool, invoices.RefuseGate{}, invoices.Config{}))...)
+	draft := invoicetest.Draft(ctx, t, pool, invoicetest.DraftOpts{})
+	for _, role := range []identity.Role{identity.RoleClerk, identity.RoleAdmin} {
+		u, err := identity.UserCreate(ctx, pool, identity.UserCreateParams{Username: "u-" + string(role), DisplayName: "u", Role: role})
+		require.NoError(t, err)
+		for _, name := range []string{invoices.CapIssue, invoices.CapDelete} {
+			for _, via := range []capability.Path{capability.PathREST, capability.PathBinding, capability.AgentPath("c1")} {
+				call, err := reg.Prepare(name, json.RawMessage(`{"invoice_id":"`+draft.ID.String()+`"}`))
+				require.NoError(t, err)
+				call.Principal, call.Via = u.Principal(), via
+				_, err = reg.Invoke(ctx, call)
+				require.True(t, problem.HasCode(err, invoices.CodeApprovalRequired), "%s %s %s: %v", role, name, via, err)
+			}
+		}
+	}
+	got, err := invoices.InvoiceGetByID(ctx, pool, draft.ID)
+	require.NoError(t, err)
+	require.Equal(t, invoices.StatusDraft, got.Status)
+	var events, series int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM audit_events), (SELECT count(*) FROM invoice_number_series)`).Scan(&events, &series))
+	require.Zero(t, events)
+	require.Zero(t, series)
+}
+
+func TestTransitionsHTTP(t *testing.T) {
+	t.Parallel()
+	b := setupHTTP(t)
+	draft := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
+	a := invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
+	c := invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
+
+	conflict := func(method, path string, body any, status string) {
+		t.Helper()
+		r := b.h.Do(t, method, path, b.clerk, body)
+		p := requireProblem(t, r, http.StatusConflict, invoices.CodeInvalidTransition)
+		require.Equal(t, status, p["current_status"])
+	}
+	conflict(http.MethodPost, "/v1/invoices/"+draft.ID.String()+"/void", nil, "draft")
+	conflict(http.MethodPost, "/v1/invoices/"+draft.ID.String()+"/mark-paid", nil, "draft")
+	conflict(http.MethodPatch, "/v1/invoices/"+a.ID.String(), map[string]any{"memo": "x"}, "issued")
+
+	r := b.h.Do(t, http.MethodPost, "/v1/invoices/"+a.ID.String()+"/void", b.clerk, map[string]any{"reason": "duplicate"})
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	var inv invoices.Invoice
+	r.JSON(t, &inv)
+	require.Equal(t, invoices.StatusVoid, inv.Status)
+	require.NotNil(t, inv.VoidedAt)
+	require.Equal(t, a.Number, inv.Number)
+	conflict(http.MethodPost, "/v1/invoices/"+a.ID.String()+"/mark-paid", nil, "void")
+	conflict(http.MethodPost, "/v1/invoices/"+a.ID.String()+"/void", nil, "void")
+
+	r = b.h.Do(t, http.MethodPost, "/v1/invoices/"+c.ID.String()+"/mark-paid", b.clerk, nil)
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	r.JSON(t, &inv)
+	require.Equal(t, invoices.StatusPaid, inv.Status)
+	conflict(http.MethodPost, "/v1/invoices/"+c.ID.String()+"/void", nil, "paid")
+	conflict(http.MethodPatch, "/v1/invoices/"+c.ID.String(), map[string]any{"memo": "x"}, "paid")
+}
+
+func TestIfMatch(t *testing.T) {
+	t.Parallel()
+	b := setupHTTP(t)
+	d := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
+	path := "/v1/invoices/" + d.ID.String()
+
+	r := b.h.Do(t, http.MethodGet, path, b.clerk, nil)
+	etag := r.Header.Get("ETag")
+	require.Equal(t, `"1"`, etag)
+
+	r = b.h.Do(t, http.MethodPatch, path, b.clerk, map[string]any{"memo": "a"}, "If-Match", `"2"`)
+	p := requireProblem(t, r, http.StatusPreconditionFailed, "VERSION_MISMATCH")
+	require.EqualValues(t, 1, p["current_version"])
+	r = b.h.Do(t, http.MethodPatch, path, b.clerk, map[string]any{"memo": "a"}, "If-Match", "garbage")
+	requireProblem(t, r, http.StatusPreconditionFailed, "VERSION_MISMATCH")
+
+	r = b.h.Do(t, http.MethodPatch, path, b.clerk, map[string]any{"memo": "a"}, "If-Match", etag)
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	require.Equal(t, `"2"`, r.Header.Get("ETag"))
+
+	// The old ETag is now stale for every mutation.
+	r = b.h.Do(t, http.MethodPatch, path, b.clerk, map[string]any{"memo": "b"}, "If-Match", etag)
+	requireProblem(t, r, http.StatusPreconditionFailed, "VERSION_MISMATCH")
+	r = b.h.Do(t, http.MethodDelete, path, b.admin, nil, "If-Match", etag)
+	requireProblem(t, r, http.StatusPreconditionFailed, "VERSION_MISMATCH")
+	r = b.h.Do(t, http.MethodPatch, "/v1/customers/"+b.customer.ID.String(), b.clerk, map[string]any{"name": "X"}, "If-Match", `"9"`)
+	requireProblem(t, r, http.StatusPreconditionFailed, "VERSION_MISMATCH")
+
+	got, err := invoices.InvoiceGetByID(b.ctx, b.h.Pool, d.ID)
+	require.NoError(t, err)
+	require.Equal(t, "a", got.Memo)
+	require.Equal(t, int64(2), got.Version)
+}
+
+func TestPaginationStable(t *testing.T) {
+	t.Parallel()
+	b := setupHTTP(t)
+	other := invoicetest.Customer(b.ctx, t, b.h.Pool, invoicetest.CustomerOpts{Name: "Other"})
+	want := map[string]bool{}
+	for range 25 {
+		d := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
+		want[d.ID.String()] = true
+	}
+	seen := map[string]int{}
+	cursor := ""
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 10)
+		path := "/v1/invoices?limit=10&customer_id=" + b.customer.ID.String()
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		r := b.h.Do(t, http.MethodGet, path, b.clerk, nil)
+		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+		var page invoices.List[invoices.Invoice]
+		r.JSON(t, &page)
+		require.LessOrEqual(t, len(page.Data), 10)
+		for _, inv := range page.Data {
+			seen[inv.ID.String()]++
+		}
+		// Rows inserted between pages (for this and another customer)
+		// neither repeat nor hide what was there.
+		invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
+		invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &other.ID})
+		if !page.HasMore {
+			require.Nil(t, page.NextCursor)
+			break
+		}
+		cursor = *page.NextCursor
+	}
+	for id := range want {
+		require.Equal(t, 1, seen[id], "invoice %s seen %d times", id, seen[id])
+	}
+	for id, n := range seen {
+		require.Equal(t, 1, n, "invoice %s seen %d times", id, n)
+	}
+
+	// Filters.
+	issued := invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &other.ID})
+	r := b.h.Do(t, http.MethodGet, "/v1/invoices?status=issued", b.clerk, nil)
+	var page invoices.List[invoices.Invoice]
+	r.JSON(t, &page)
+	require.Len(t, page.Data, 1)
+	require.Equal(t, issued.ID, page.Data[0].ID)
+	r = b.h.Do(t, http.MethodGet, "/v1/invoices?number="+*issued.Number, b.clerk, nil)
+	r.JSON(t, &page)
+	require.Len(t, page.Data, 1)
+	r = b.h.Do(t, http.MethodGet, "/v1/invoices?created_after=2999-01-01T00:00:00Z", b.clerk, nil)
+	r.JSON(t, &page)
+	require.Empty(t, page.Data)
+	r = b.h.Do(t, http.MethodGet, "/v1/invoices", b.clerk, nil)
+	r.JSON(t, &page)
+	require.Len(t, page.Data, 20) // the default limit
+	require.True(t, page.HasMore)
+
+	// Bad list parameters name themselves.
+	for q, field := range map[string]string{
+		"limit=0": "limit", "limit=101": "limit", "limit=ten": "limit", "cursor=bm90LWEtY3Vyc29y": "cursor",
+		"status=sent": "status", "customer_id=nope": "customer_id", "created_after=yesterday": "created_after", "colour=red": "colour",
+	} {
+		r := b.h.Do(t, http.MethodGet, "/v1/invoices?"+q, b.clerk, nil)
+		requireField(t, requireProblem(t, r, http.StatusUnprocessableEntity, "VALIDATION_FAILED"), field)
+	}
+	r = b.h.Do(t, http.MethodGet, "/v1/customers?limit=1", b.clerk, nil)
+	var cpage invoices.List[invoices.Customer]
+	r.JSON(t, &cpage)
+	require.Len(t, cpage.Data, 1)
+	require.True(t, cpage.HasMore)
+}
+
+// TestBadInput: each bad input is a clear 4xx problem naming the field,
+// and nothing is written.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	b := setupHTTP(t)
+	draft := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
+	cid := b.customer.ID.String()
+	ok := func(extra map[string]any) map[string]any {
+		m := map[string]any{"customer_id": cid, "lines": []any{line("Widget", 1, 100, 2000)}}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	manyLines := make([]any, 1001)
+	for i := range manyLines {
+		manyLines[i] = line("x", 1, 1, 0)
+	}
+	for _, tc := range []struct {
+		name         string
+		method, path string
+		body         any
+		status       int
+		code, field  string
+	}{
+		{"unknown field", "POST", "/v1/invoices", ok(map[string]any{"discount": 5}), 422, "VALIDATION_FAILED", "discount"},
+		{"unknown line field", "POST", "/v1/invoices", ok(map[string]any{"lines": []any{map[string]any{"description": "a", "quantity": 1, "unit_amount": 1, "colour": "red"}}}), 422, "VALIDATION_FAILED", "lines.0.colour"},
+		{"wrong type", "POST", "/v1/invoices", ok(map[string]any{"lines": []any{map[string]any{"description": "a", "quantity": "two", "unit_amount": 1}}}), 422, "VALIDATION_FAILED", "lines.0.quantity"},
+		{"fractional amount", "POST", "/v1/invoices", ok(map[string]any{"lines": []any{map[string]any{"description": "a", "quantity": 1, "unit_amount": 9.99}}}), 422, "VALIDATION_FAILED", "lines.0.unit_amount"},
+		{"negative quantity", "POST", "/v1/invoices", ok(map[string]any{"lines": []any{line("a", -1, 100, 0)}}), 422, "VALIDATION_FAILED", "lines.0.quantity"},
+		{"zero quantity", "POST", "/v1/invoices", ok(map[string]any{"lines": []any{line("a", 0, 100, 0)}}), 422, "VALIDATION_FAILED", "lines.0.quantity"},
+		{"negative amount", "POST", "/v1/invoices", ok(map[string]any{"lines": []any{line("a", 1, -100, 0)}}), 422, "VALIDATION_FAILED", "lines.0.unit_amount"},
+		{"tax over 100 %", "POST", "/v1/invoices", ok(map[string]any{"lines": []any{line("a", 1, 100, 10001)}}), 422, "VALIDATION_FAILED", "lines.0.tax_rate_bps"},
+		{"unknown currency", "POST", "/v1/invoices", ok(map[string]any{"currency": "XYZ"}), 422, "VALIDATION_FAILED", "currency"},
+		{"lower-case currency", "POST", "/v1/invoices", ok(map[string]any{"currency": "eur"}), 422, "VALIDATION_FAILED", "currency"},
+		{"1,001 lines", "POST", "/v1/invoices", ok(map[string]any{"lines": manyLines}), 422, "VALIDATION_FAILED", "lines"},
+		{"10,000-character description", "POST", "/v1/invoices", ok(map[string]any{"lines": []any{line(strings.Repeat("é", 10000), 1, 1, 0)}}), 422, "VALIDATION_FAILED", "lines.0.description"},
+		{"invalid UTF-8", "POST", "/v1/invoices", []byte(`{"customer_id":"` + cid + `","memo":"bad ` + "\xff\xfe" + ` bytes"}`), 422, "VALIDATION_FAILED", "memo"},
+		{"due date before issue date", "POST", "/v1/invoices", ok(map[string]any{"due_date": "2001-01-01"}), 422, "VALIDATION_FAILED", "due_date"},
+		{"due date not a date", "POST", "/v1/invoices", ok(map[string]any{"due_date": "31/01/2999"}), 422, "VALIDATION_FAILED", "due_date"},
+		{"customer does not exist", "POST", "/v1/invoices", ok(map[string]any{"customer_id": uuid.NewString()}), 422, "VALIDATION_FAILED", "customer_id"},
+		{"customer id not a UUID", "POST", "/v1/invoices", ok(map[string]any{"customer_id": "42"}), 422, "VALIDATION_FAILED", "customer_id"},
+		{"int64 overflow", "POST", "/v1/invoices", ok(map[string]any{"lines": []any{line("a", 9007199254740991, 9007199254740991, 0)}}), 422, "AMOUNT_OVERFLOW", "lines.0.unit_amount"},
+		{"beyond I-JSON", "POST", "/v1/invoices", []byte(`{"customer_id":"` + cid + `","lines":[{"description":"a","quantity":1,"unit_amount":92233720368547758070}]}`), 422, "VALIDATION_FAILED", "lines.0.unit_amount"},
+		{"currency change on update", "PATCH", "/v1/invoices/" + draft.ID.String(), map[string]any{"currency": "USD"}, 422, "VALIDATION_FAILED", "currency"},
+		{"id in body and path", "PATCH", "/v1/invoices/" + draft.ID.String(), map[string]any{"invoice_id": uuid.NewString()}, 422, "VALIDATION_FAILED", "invoice_id"},
+		{"update to missing customer", "PATCH", "/v1/invoices/" + draft.ID.String(), map[string]any{"customer_id": uuid.NewString()}, 422, "VALIDATION_FAILED", "customer_id"},
+		{"update with tax over 100 %", "PATCH", "/v1/invoices/" + draft.ID.String(), map[string]any{"lines": []any{line("a", 1, 1, 20000)}}, 422, "VALIDATION_FAILED", "lines.0.tax_rate_bps"},
+		{"customer unknown currency", "POST", "/v1/customers", map[string]any{"name": "A", "currency": "ABC"}, 422, "VALIDATION_FAILED", "currency"},
+		{"customer bad email", "POST", "/v1/customers", map[string]any{"name": "A", "currency": "EUR", "email": "not-an-email"}, 422, "VALIDATION_FAILED", "email"},
+		{"customer empty name", "POST", "/v1/customers", map[string]any{"name": "", "currency": "EUR"}, 422, "VALIDATION_FAILED", "name"},
+		{"invoke unknown field", "POST", "/v1/capabilities/create-draft-invoice/invoke", map[string]any{"input": ok(map[string]any{"bogus": true})}, 422, "VALIDATION_FAILED", "bogus"},
+		{"invoke envelope unknown field", "POST", "/v1/capabilities/create-draft-invoice/invoke", map[string]any{"input": ok(nil), "extra": 1}, 422, "VALIDATION_FAILED", "extra"},
+		{"invoke tax over 100 %", "POST", "/v1/capabilities/create-draft-invoice/invoke", map[string]any{"input": ok(map[string]any{"lines": []any{line("a", 1, 1, 10001)}})}, 422, "VALIDATION_FAILED", "lines.0.tax_rate_bps"},
+		{"invoke id not a UUID", "POST", "/v1/capabilities/get-invoice/invoke", map[string]any{"input": map[string]any{"invoice_id": "abc"}}, 422, "VALIDATION_FAILED", "invoice_id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := b.counts(t)
+			r := b.h.Do(t, tc.method, tc.path, b.clerk, tc.body)
+			p := requireProblem(t, r, tc.status, tc.code)
+			requireField(t, p, tc.field)
+			require.Equal(t, before, b.counts(t))
+		})
+	}
+
+	// The draft the updates aimed at is unchanged.
+	got, err := invoices.InvoiceGetByID(b.ctx, b.h.Pool, draft.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), got.Version)
+	require.Equal(t, "EUR", got.Currency)
+
+	// Ids that are not UUIDs are unknown ids: 404, never 500.
+	for _, req := range [][2]string{
+		{"GET", "/v1/invoices/not-a-uuid"}, {"PATCH", "/v1/invoices/1"}, {"DELETE", "/v1/invoices/x"},
+		{"POST", "/v1/invoices/x/issue"}, {"POST", "/v1/invoices/x/void"}, {"POST", "/v1/invoices/x/mark-paid"},
+		{"GET", "/v1/customers/nope"}, {"PATCH", "/v1/customers/nope"},
+		{"GET", "/v1/invoices/" + uuid.NewString()}, {"GET", "/v1/customers/" + uuid.NewString()},
+	} {
+		before := b.counts(t)
+		r := b.h.Do(t, req[0], req[1], b.clerk, "{}")
+		requireProblem(t, r, http.StatusNotFound, "NOT_FOUND")
+		require.Equal(t, before, b.counts(t), fmt.Sprint(req))
+	}
+	r := b.h.Do(t, http.MethodPost, "/v1/invoices", b.clerk, `{"customer_id": `)
+	requireProblem(t, r, http.StatusBadRequest, "MALFORMED_JSON")
+}
