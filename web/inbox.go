@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/labstack/echo/v4"
 )
@@ -20,6 +21,10 @@ type Deps struct {
 	// Approvals lists, reads and decides approval requests; the refusal
 	// rules (role, own request, expiry) are its, not the pages'.
 	Approvals *approvals.Service
+	// NumberPrefix is the invoice number series issuing assigns from
+	// (empty means invoices.DefaultNumberPrefix); the request page shows it
+	// for drafts, which have no number yet.
+	NumberPrefix string
 }
 
 // recentDecisions is how many decided requests the inbox shows under the
@@ -223,6 +228,12 @@ func (h *Handler) approvalData(c echo.Context, s *Session) (*pageData, error) {
 	v := &approvalView{Row: rowOf(a), A: a, Decisions: a.Decisions}
 	var snap snapshotView
 	if len(a.Snapshot) > 0 && json.Unmarshal(a.Snapshot, &snap) == nil && snap.Currency != "" {
+		if snap.Series == "" {
+			snap.Series = h.deps.NumberPrefix
+			if snap.Series == "" {
+				snap.Series = invoices.DefaultNumberPrefix
+			}
+		}
 		v.Snapshot = &snap
 	} else {
 		v.RawSnap = string(a.Snapshot)

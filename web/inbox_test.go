@@ -24,8 +24,8 @@ func snapshotEUR(invoiceID string) json.RawMessage {
 	return json.RawMessage(`{"id":"` + invoiceID + `","status":"draft","number":null,"customer_id":"c1",
 		"customer":{"id":"c1","name":"Globex GmbH","email":"ap@globex.example"},"currency":"EUR","due_date":"2026-12-31","memo":"",
 		"lines":[{"description":"Consulting","quantity":3,"unit_amount":12000,"tax_rate_bps":1900,"amount":36000,"tax_amount":6840},
-		         {"description":"Books","quantity":1,"unit_amount":2550,"tax_rate_bps":700,"amount":2550,"tax_amount":179}],
-		"subtotal":38550,"tax_total":7019,"total":45569,"version":1}`)
+		         {"description":"Books","quantity":1,"unit_amount":2550,"tax_rate_bps":700,"amount":2550,"tax_amount":178}],
+		"subtotal":38550,"tax_total":7018,"total":45568,"version":1}`)
 }
 
 // request asks for issue-invoice on a fresh invoice id through the
@@ -38,7 +38,7 @@ func (b *bundle) request(t *testing.T, clerk *identity.User, via capability.Path
 	hash, err := capability.Hash(input)
 	require.NoError(t, err)
 	call := capability.Call{Name: "issue-invoice", Principal: clerk.Principal(), Via: via, Input: input, InputHash: hash}
-	target := capability.Target{Type: "invoice", ID: invoiceID, Version: 1, Amount: 45569, Currency: "EUR", Snapshot: snapshotEUR(invoiceID)}
+	target := capability.Target{Type: "invoice", ID: invoiceID, Version: 1, Amount: 45568, Currency: "EUR", Snapshot: snapshotEUR(invoiceID)}
 	err = store.WithTx(context.Background(), b.h.Pool, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := b.h.App.ApprovalGate().AuthorizeTx(ctx, tx, call, target)
 		return err
@@ -71,13 +71,13 @@ func TestInboxShowsAgentRequestAndApproverApproves(t *testing.T) {
 	require.Contains(t, pending, `data-request-id="`+id.String()+`"`)
 	require.Contains(t, pending, "Agent</span> for carl")
 	require.Contains(t, pending, "conv-7f3")
-	require.Contains(t, pending, "455.69")
+	require.Contains(t, pending, "455.68")
 	require.Contains(t, pending, "0 of 1")
 	require.Contains(t, pending, "Globex GmbH")
 
 	p = br.do(http.MethodGet, "/approvals/"+id.String(), nil)
 	require.Equal(t, http.StatusOK, p.status)
-	for _, want := range []string{"Globex GmbH", "Consulting", "360.00", "68.40", "385.50", "70.19", "455.69", "19 %", "conv-7f3a9c21", `action="/approvals/` + id.String() + `/approve"`} {
+	for _, want := range []string{"Globex GmbH", "Consulting", "360.00", "68.40", "385.50", "70.18", "455.68", "19 %", "conv-7f3a9c21", `action="/approvals/` + id.String() + `/approve"`} {
 		require.Contains(t, p.body, want)
 	}
 

@@ -50,6 +50,8 @@ type templates struct {
 
 var funcs = template.FuncMap{
 	"money": money.Format,
+	// amount is money for a reader: "455.68 EUR".
+	"amount": func(minor int64, currency string) string { return money.Format(minor, currency) + " " + currency },
 	"asset": func(name string) string { return "/static/" + name + "?v=" + assetVersion },
 	"ago":   ago,
 	"until": until,
