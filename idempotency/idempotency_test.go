@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/invoiced/invoiced/app/apptest"
-	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/idempotency"
+	"github.com/invoiced/invoiced/identity"
 	"github.com/stretchr/testify/require"
 )
 
