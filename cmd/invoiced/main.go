@@ -32,6 +32,8 @@ Usage:
                                              create a user and print a token
   invoiced users passwd NAME                 set a user's web inbox password (prompt or stdin)
   invoiced tokens create --username NAME     print a new API token for a user
+  invoiced approvals list|approve|deny       list and decide approval requests
+  invoiced audit verify                      check the audit hash chain
   invoiced version                           print the version
 
 Every subcommand takes --help. Configuration comes from the environment
@@ -54,6 +56,10 @@ func run(ctx context.Context, args []string, env env, stdout, stderr io.Writer) 
 		err = cmdUsers(ctx, env, args[1:], stdout, stderr)
 	case "tokens":
 		err = cmdTokens(ctx, env, args[1:], stdout, stderr)
+	case "approvals":
+		err = cmdApprovals(ctx, env, args[1:], stdout, stderr)
+	case "audit":
+		err = cmdAudit(ctx, env, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "invoiced", version)
 	case "-h", "--help", "help":

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/approvals"
+	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/money"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/store"
+)
+
+const approvalsUsage = `Usage:
+  invoiced approvals list [--status STATUS] [--limit N]
+  invoiced approvals approve ID --as USER [--reason TEXT]
+  invoiced approvals deny ID --reason TEXT --as USER`
+
+func cmdApprovals(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, approvalsUsage)
+		return errUsage
+	}
+	switch args[0] {
+	case "list":
+		return cmdApprovalsList(ctx, e, args[1:], stdout, stderr)
+	case "approve":
+		return cmdApprovalsDecide(ctx, e, approvals.DecisionApprove, args[1:], stdout, stderr)
+	case "deny":
+		return cmdApprovalsDecide(ctx, e, approvals.DecisionDeny, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprintln(stdout, approvalsUsage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "invoiced approvals: unknown subcommand %q\n%s\n", args[0], approvalsUsage)
+	return errUsage
+}
+
+func cmdApprovalsList(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
+	fs := flagSet("approvals list [--status STATUS] [--limit N]",
+		"List approval requests, newest first.", stderr)
+	status := fs.String("status", "", "pending, approved, denied, expired, cancelled, superseded or consumed")
+	limit := fs.Int("limit", 50, "how many to show (1-100)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	p := approvals.ListParams{Limit: *limit}
+	if *limit < 1 || *limit > 100 {
+		return problem.Invalid("limit", "must be from 1 to 100")
+	}
+	if *status != "" {
+		st, err := approvals.ParseStatus(*status)
+		if err != nil {
+			return err
+		}
+		p.Status = st
+	}
+	pool, err := store.Open(ctx, store.PoolConfig{URL: e.get("DATABASE_URL", ""), MaxConns: 2})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	items, more, err := approvals.NewService(pool, approvals.Policy{}, nil).List(ctx, p)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tCAPABILITY\tTARGET\tAMOUNT\tREQUESTED BY\tAPPROVALS\tEXPIRES")
+	for _, a := range items {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s v%d\t%s %s\t%s\t%d/%d\t%s\n", a.ID, a.Status, a.Capability,
+			a.Target.Type, a.Target.ID, a.Target.Version, money.Format(a.Amount, a.Currency), a.Currency,
+			a.RequestedBy.Username, a.Approvals, a.RequiredApprovals, a.ExpiresAt.Format(time.RFC3339))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if more {
+		fmt.Fprintln(stdout, "(more: narrow with --status or raise --limit)")
+	}
+	return nil
+}
+
+func cmdApprovalsDecide(ctx context.Context, e env, decision string, args []string, stdout, stderr io.Writer) error {
+	name := "approvals approve ID --as USER [--reason TEXT]"
+	if decision == approvals.DecisionDeny {
+		name = "approvals deny ID --reason TEXT --as USER"
+	}
+	fs := flagSet(name, "Decide an approval request acting as a named approver or admin user;\n"+
+		"the same rules apply as in the inbox (never your own request; a denial needs a reason).", stderr)
+	as := fs.String("as", "", "username of the approver or admin deciding (required)")
+	reason := fs.String("reason", "", "why (required to deny)")
+	// The id may come before or after the flags.
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if len(rest) > 0 {
+		if err := parse(fs, rest[1:]); err != nil {
+			return err
+		}
+		rest = append([]string{rest[0]}, fs.Args()...)
+	}
+	if len(rest) != 1 || *as == "" {
+		fs.Usage()
+		return errUsage
+	}
+	id, err := uuid.Parse(rest[0])
+	if err != nil {
+		return problem.NotFound("approval " + rest[0])
+	}
+	pool, err := store.Open(ctx, store.PoolConfig{URL: e.get("DATABASE_URL", ""), MaxConns: 2})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	u, err := identity.UserGetByUsername(ctx, pool, *as)
+	if err != nil {
+		return err
+	}
+	a, err := approvals.NewService(pool, approvals.Policy{}, nil).Decide(ctx, u.Principal(), "cli", id, decision, *reason)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "approval %s is %s (%d of %d approvals)\n", a.ID, a.Status, a.Approvals, a.RequiredApprovals)
+	return nil
+}
