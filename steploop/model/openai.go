@@ -22,7 +22,7 @@ type OpenAIConfig struct {
 	// Model is the model name the endpoint knows.
 	Model string
 	// MaxRetries is openai-go's retry count for failed requests before
-	// the stream starts; 0 uses 2.
+	// the stream starts; 0 uses 2, negative disables retries.
 	MaxRetries int
 }
 
@@ -43,8 +43,11 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
 	retries := cfg.MaxRetries
-	if retries == 0 {
+	switch {
+	case retries == 0:
 		retries = 2
+	case retries < 0:
+		retries = 0
 	}
 	opts = append(opts, option.WithMaxRetries(retries))
 	return &OpenAI{client: openai.NewClient(opts...), model: cfg.Model}, nil
