@@ -237,12 +237,29 @@ func (g *Gate) supersede(ctx context.Context, tx pgx.Tx, call capability.Call, a
 		a.ID, a.Target.Version, a.Target.Type, a.Target.ID, target.Version), a))
 }
 
-// consume spends an approved request on this invocation.
+// consume spends an approved request on this invocation. The consuming
+// UPDATE and the announcement go in one round trip, and the audit append
+// (which takes the chain's global lock until commit) comes last, so the
+// serialised part of an issue is as short as it can be.
 func (g *Gate) consume(ctx context.Context, tx pgx.Tx, call capability.Call, a *Approval, now time.Time) (capability.Grant, error) {
 	inv := uuid.Must(uuid.NewV7())
-	tag, err := tx.Exec(ctx, `
-		UPDATE approval_requests SET status = 'consumed', consumed_at = $2, consumed_by = $3, updated_at = $2, version = version + 1
+	a.Status, a.ConsumedAt, a.ConsumedBy, a.Version = StatusConsumed, &now, &inv, a.Version+1
+	payload, err := json.Marshal(Change{ID: a.ID, Status: a.Status, Version: a.Version})
+	if err != nil {
+		return capability.Grant{}, fmt.Errorf("notify payload: %w", err)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE approval_requests SET status = 'consumed', consumed_at = $2, consumed_by = $3, updated_at = $2, version = version + 1
 		WHERE id = $1 AND status = 'approved'`, a.ID, now, inv)
+	b.Queue(`SELECT pg_notify($1, $2)`, Channel, string(payload))
+	br := tx.SendBatch(ctx, b)
+	tag, err := br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return capability.Grant{}, store.MapError(err, "approval")
 	}
@@ -251,13 +268,9 @@ func (g *Gate) consume(ctx context.Context, tx pgx.Tx, call capability.Call, a *
 		// unless the lock was lost: refuse rather than grant twice.
 		return capability.Grant{}, problem.Internal(fmt.Errorf("approval %s: consume matched %d rows", a.ID, tag.RowsAffected()))
 	}
-	a.Status, a.ConsumedAt, a.ConsumedBy, a.Version = StatusConsumed, &now, &inv, a.Version+1
 	if _, err := audit.AppendTx(ctx, tx, callActor(call).event("approval.consumed", a, map[string]any{
 		"invocation_id": inv.String(), "input_hash": a.InputHash,
 	})); err != nil {
-		return capability.Grant{}, err
-	}
-	if err := notifyTx(ctx, tx, a); err != nil {
 		return capability.Grant{}, err
 	}
 	return capability.Grant{ApprovalID: a.ID.String(), InvocationID: inv.String()}, nil
