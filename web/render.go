@@ -52,12 +52,12 @@ var funcs = template.FuncMap{
 	"money": money.Format,
 	// amount is money for a reader: "455.68 EUR".
 	"amount": func(minor int64, currency string) string { return money.Format(minor, currency) + " " + currency },
-	"asset": func(name string) string { return "/static/" + name + "?v=" + assetVersion },
-	"ago":   ago,
-	"until": until,
-	"ts":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
-	"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"date":  func(t time.Time) string { return t.UTC().Format("2006-01-02") },
+	"asset":  func(name string) string { return "/static/" + name + "?v=" + assetVersion },
+	"ago":    ago,
+	"until":  until,
+	"ts":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+	"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"date":   func(t time.Time) string { return t.UTC().Format("2006-01-02") },
 	"bps": func(bps int64) string {
 		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%d.%02d", bps/100, bps%100), "0"), ".") + " %"
 	},

@@ -1,0 +1,121 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/invoices"
+	"github.com/stretchr/testify/require"
+)
+
+// drafts creates n drafts for a customer named name through the invoice
+// capabilities, as clerk.
+func (b *bundle) drafts(t *testing.T, clerk *identity.User, name string, n int) []*invoices.Invoice {
+	t.Helper()
+	reg := capability.NewRegistry()
+	reg.MustRegister(invoices.Capabilities(invoices.NewService(b.h.Pool, b.h.App.ApprovalGate(), invoices.Config{}))...)
+	ag := &agent{reg: reg, who: clerk.Principal(), conv: "c"}
+	out, err := ag.call(context.Background(), "create-customer", map[string]any{"name": name, "email": "x@example.com", "currency": "JPY"})
+	require.NoError(t, err)
+	cust := out.(*invoices.Customer)
+	var invs []*invoices.Invoice
+	for i := range n {
+		out, err := ag.call(context.Background(), "create-draft-invoice", map[string]any{
+			"customer_id": cust.ID.String(), "memo": "memo <b>" + name + "</b>",
+			"lines": []map[string]any{{"description": "Widget", "quantity": i + 1, "unit_amount": 1000, "tax_rate_bps": 1000}},
+		})
+		require.NoError(t, err)
+		invs = append(invs, out.(*invoices.Invoice))
+	}
+	return invs
+}
+
+func TestInvoicesListFiltersAndPrintableInvoice(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	clerk := b.user(t, "carl", identity.RoleClerk)
+	acme := b.drafts(t, clerk, "Acme KK", 2)
+	b.drafts(t, clerk, "Umbrella", 1)
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("carl", testPassword).status)
+
+	p := br.do(http.MethodGet, "/invoices", nil)
+	require.Equal(t, http.StatusOK, p.status)
+	require.Equal(t, 3, strings.Count(p.body, `<a href="/invoices/`))
+	require.Contains(t, p.body, "2200 JPY", "JPY has no minor unit: 2 × 1000 + 10 % tax")
+	for _, label := range []string{`for="f-status"`, `for="f-customer"`, `for="f-number"`, `for="f-from"`, `for="f-to"`} {
+		require.Contains(t, p.body, label)
+	}
+
+	p = br.do(http.MethodGet, "/invoices?customer_id="+acme[0].CustomerID.String(), nil)
+	require.Equal(t, 2, strings.Count(p.body, `<a href="/invoices/`))
+	require.NotContains(t, p.body, "<td data-label=\"Customer\">Umbrella")
+	p = br.do(http.MethodGet, "/invoices?status=issued", nil)
+	require.Contains(t, p.body, "No invoices match.")
+	tomorrow := time.Now().UTC().AddDate(0, 0, 1).Format(time.DateOnly)
+	p = br.do(http.MethodGet, "/invoices?from="+tomorrow, nil)
+	require.Contains(t, p.body, "No invoices match.")
+	p = br.do(http.MethodGet, "/invoices?to="+time.Now().UTC().Format(time.DateOnly), nil)
+	require.Equal(t, 3, strings.Count(p.body, `<a href="/invoices/`), "to includes its whole day")
+	for _, bad := range []string{"status=bogus", "customer_id=nope", "from=yesterday", "cursor=xyz"} {
+		require.Equal(t, http.StatusUnprocessableEntity, br.do(http.MethodGet, "/invoices?"+bad, nil).status, bad)
+	}
+
+	p = br.do(http.MethodGet, "/invoices/"+acme[1].ID.String(), nil)
+	require.Equal(t, http.StatusOK, p.status)
+	require.Contains(t, p.body, "Draft invoice")
+	require.Contains(t, p.body, "Acme KK")
+	require.Contains(t, p.body, "memo &lt;b&gt;Acme KK&lt;/b&gt;", "escaped")
+	require.Regexp(t, regexp.MustCompile(`<link rel="stylesheet" href="/static/print\.css\?v=[0-9a-f]+" media="print">`), p.body)
+	require.Equal(t, http.StatusNotFound, br.do(http.MethodGet, "/invoices/"+uuid.NewString(), nil).status)
+}
+
+func TestInvoicesListPages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	clerk := b.user(t, "carl", identity.RoleClerk)
+	b.drafts(t, clerk, "Acme KK", 51)
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("carl", testPassword).status)
+	p := br.do(http.MethodGet, "/invoices?status=draft", nil)
+	require.Equal(t, 50, strings.Count(p.body, `<a href="/invoices/`))
+	m := regexp.MustCompile(`href="(/invoices\?[^"]*cursor=[^"]+)"`).FindStringSubmatch(p.body)
+	require.NotNil(t, m, "a next page link")
+	next := strings.ReplaceAll(m[1], "&amp;", "&")
+	require.Contains(t, next, "status=draft", "filters carry over")
+	p = br.do(http.MethodGet, next, nil)
+	require.Equal(t, http.StatusOK, p.status)
+	require.Equal(t, 1, strings.Count(p.body, `<a href="/invoices/`))
+	require.NotContains(t, p.body, "Next page")
+}
+
+func TestStaleRequestShowsBannerAndNoButtons(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(t, "alice", identity.RoleApprover)
+	clerk := b.user(t, "carl", identity.RoleClerk)
+	reg := capability.NewRegistry()
+	reg.MustRegister(invoices.Capabilities(invoices.NewService(b.h.Pool, b.h.App.ApprovalGate(), invoices.Config{}))...)
+	ag := &agent{reg: reg, who: clerk.Principal(), conv: "conv-stale"}
+	invoiceID, approvalID := ag.draftAndRequest(t, "Globex GmbH")
+
+	// The clerk edits the draft after asking: the request no longer
+	// describes the invoice.
+	_, err := ag.call(context.Background(), "update-draft-invoice", map[string]any{"invoice_id": invoiceID, "memo": "changed after the request"})
+	require.NoError(t, err)
+
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("alice", testPassword).status)
+	p := br.do(http.MethodGet, "/approvals/"+approvalID, nil)
+	require.Equal(t, http.StatusOK, p.status)
+	require.Contains(t, p.body, `class="banner"`)
+	require.Contains(t, p.body, "The invoice has changed since this request was made (version 1 then, 2 now)")
+	require.NotContains(t, p.body, `/approve"`)
+}
