@@ -8,6 +8,7 @@ import (
 	"github.com/invoiced/invoiced/idempotency"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/openapi"
 	"github.com/labstack/echo/v4"
 )
 
@@ -20,6 +21,9 @@ func (a *App) Routes(e *echo.Echo) {
 	// After authentication: keys are scoped per principal.
 	e.Use(onlyUnder("/v1/", idempotency.Middleware(a.pool)))
 	v1 := e.Group("/v1")
+
+	// Every route registered here must be in openapi/openapi.yaml (tested).
+	e.GET("/openapi.json", openapi.Handler)
 
 	me := &identity.Handler{DB: a.pool}
 	v1.GET("/me", me.Me)

@@ -1,0 +1,88 @@
+package openapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/invoiced/invoiced/app"
+	"github.com/invoiced/invoiced/app/apptest"
+	"github.com/invoiced/invoiced/openapi"
+	"github.com/invoiced/invoiced/server"
+	"github.com/invoiced/invoiced/store/storetest"
+	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDocumentIsValid(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.Document()
+	require.NoError(t, err)
+	require.Equal(t, "3.1.0", doc.OpenAPI)
+	require.NoError(t, doc.Validate(context.Background()))
+}
+
+var param = regexp.MustCompile(`:([A-Za-z0-9_]+)`)
+
+// openAPIPath turns an Echo route path into an OpenAPI path template.
+func openAPIPath(p string) string {
+	p = param.ReplaceAllString(p, "{$1}")
+	return strings.Replace(p, "*", "{path}", 1)
+}
+
+// TestEveryRouteDocumented builds the real route table (app.New + Routes)
+// and checks each route and method is in the document.
+func TestEveryRouteDocumented(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.Document()
+	require.NoError(t, err)
+
+	pool := storetest.Pool(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := app.New(context.Background(), app.Config{}, pool, log)
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+	e := server.New(server.DefaultConfig(), log, func(context.Context) error { return nil })
+	a.Routes(e)
+
+	routes := e.Routes()
+	require.NotEmpty(t, routes)
+	var missing []string
+	seen := 0
+	for _, r := range routes {
+		if r.Method == echo.RouteNotFound {
+			continue
+		}
+		seen++
+		p := openAPIPath(r.Path)
+		item := doc.Paths.Value(p)
+		if item == nil || item.GetOperation(r.Method) == nil {
+			missing = append(missing, r.Method+" "+p)
+		}
+	}
+	require.Empty(t, missing, "routes registered but not in openapi/openapi.yaml")
+	require.Greater(t, seen, 20)
+
+	// A deliberately unknown route is reported, so the check can fail.
+	require.Nil(t, doc.Paths.Value("/v1/nothing-here"))
+}
+
+func TestServedAsJSON(t *testing.T) {
+	t.Parallel()
+	h := apptest.New(t, apptest.Options{})
+	r := h.Do(t, http.MethodGet, "/openapi.json", "", nil)
+	require.Equal(t, http.StatusOK, r.StatusCode)
+	require.Contains(t, r.Header.Get("Content-Type"), "application/json")
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(r.Body, &m))
+	require.Equal(t, "3.1.0", m["openapi"])
+	doc, err := openapi3.NewLoader().LoadFromData(r.Body)
+	require.NoError(t, err)
+	require.NotNil(t, doc.Paths.Value("/v1/invoices/{id}/issue").Post)
+}
