@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,6 +136,79 @@ func TestCustomerAndDraftHTTP(t *testing.T) {
 	require.EqualValues(t, 2, out.Output["version"])
 	require.NoError(t, b.h.Pool.QueryRow(b.ctx, `SELECT event->>'via' FROM audit_events WHERE type = 'invoice.draft_updated' AND subject_id = $1`, inv["id"]).Scan(&via))
 	require.Equal(t, "binding", via)
+}
+
+// TestConcurrentIssueOneWinner: one approval, many concurrent issue
+// attempts: exactly one issues (one number taken), the rest are refused.
+func TestConcurrentIssueOneWinner(t *testing.T) {
+	t.Parallel()
+	b := setupHTTP(t)
+	d := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
+	path := "/v1/invoices/" + d.ID.String() + "/issue"
+	r := b.h.Do(t, http.MethodPost, path, b.clerk, nil)
+	p := requireProblem(t, r, http.StatusForbidden, invoices.CodeApprovalRequired)
+	r = b.h.Do(t, http.MethodPost, "/v1/approvals/"+p["approval_id"].(string)+"/approve", b.approver, map[string]any{"reason": "ok"})
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+
+	const n = 12
+	statuses := make(chan int, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses <- b.h.Do(t, http.MethodPost, path, b.clerk, nil).StatusCode
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	won := 0
+	for s := range statuses {
+		if s == http.StatusOK {
+			won++
+		} else {
+			require.Contains(t, []int{http.StatusConflict, http.StatusForbidden}, s)
+		}
+	}
+	require.Equal(t, 1, won)
+	var issued, lastSeq int
+	require.NoError(t, b.h.Pool.QueryRow(b.ctx, `SELECT (SELECT count(*) FROM invoices WHERE status = 'issued'),
+		(SELECT coalesce(sum(last_seq), 0) FROM invoice_number_series)`).Scan(&issued, &lastSeq))
+	require.Equal(t, 1, issued)
+	require.Equal(t, 1, lastSeq)
+}
+
+// TestConcurrentIfMatch: many PATCHes based on the same ETag: one wins,
+// the others are 412 and change nothing.
+func TestConcurrentIfMatch(t *testing.T) {
+	t.Parallel()
+	b := setupHTTP(t)
+	d := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
+	const n = 12
+	statuses := make(chan int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses <- b.h.Do(t, http.MethodPatch, "/v1/invoices/"+d.ID.String(), b.clerk,
+				map[string]any{"memo": fmt.Sprint("writer ", i)}, "If-Match", `"1"`).StatusCode
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	won := 0
+	for s := range statuses {
+		if s == http.StatusOK {
+			won++
+		} else {
+			require.Equal(t, http.StatusPreconditionFailed, s)
+		}
+	}
+	require.Equal(t, 1, won)
+	got, err := invoices.InvoiceGetByID(b.ctx, b.h.Pool, d.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), got.Version)
 }
 
 func TestCapabilitiesList(t *testing.T) {
@@ -508,4 +582,9 @@ func TestBadInput(t *testing.T) {
 	}
 	r := b.h.Do(t, http.MethodPost, "/v1/invoices", b.clerk, `{"customer_id": `)
 	requireProblem(t, r, http.StatusBadRequest, "MALFORMED_JSON")
+	// A missing required field: the registry names it in the message (its
+	// field is the enclosing object).
+	r = b.h.Do(t, http.MethodPost, "/v1/invoices", b.clerk, `{}`)
+	requireProblem(t, r, http.StatusUnprocessableEntity, "VALIDATION_FAILED")
+	require.Contains(t, string(r.Body), "customer_id")
 }
