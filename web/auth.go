@@ -100,6 +100,9 @@ func (h *Handler) login(c echo.Context) error {
 	if err := throttleReset(ctx, h.db, "user:"+username); err != nil {
 		return h.errorPage(c, nil, err)
 	}
+	if _, err := SessionSweep(ctx, h.db, h.cfg.SessionIdle); err != nil {
+		return h.errorPage(c, nil, err)
+	}
 	id, _, err := SessionCreate(ctx, h.db, u.ID, h.cfg.SessionAbsolute)
 	if err != nil {
 		return h.errorPage(c, nil, err)

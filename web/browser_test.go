@@ -173,7 +173,7 @@ func TestBrowserApproverApprovesAgentRequest(t *testing.T) {
 	require.Equal(t, int64(45568), inv.Total)
 	require.NotEmpty(t, secondID)
 	require.Equal(t, approvals.StatusPending, b.approval(t, uuid.MustParse(secondID)).Status)
-	for _, f := range []string{"inbox.png", "request.png", "request-360.png", "inbox-live.png", "inbox-360.png", "clerk-request.png"} {
+	for _, f := range []string{"inbox.png", "request.png", "request-360.png", "inbox-live.png", "inbox-360.png", "invoice-print.png", "clerk-request.png"} {
 		st, err := os.Stat(filepath.Join(out, f))
 		require.NoError(t, err, f)
 		require.Greater(t, st.Size(), int64(5000), "%s looks empty", f)

@@ -109,14 +109,19 @@ func SessionDelete(ctx context.Context, db store.Executor, id string) error {
 	return store.MapError(err, "session")
 }
 
-// SessionSweep deletes sessions past their absolute or idle expiry and
-// returns how many; serve runs it periodically.
+// SessionSweep deletes sessions past their absolute or idle expiry, and
+// sign-in counters whose window ended more than a day ago, and returns how
+// many sessions it deleted. Sign-in runs it, so the tables stay as small
+// as the number of people who use the inbox without a background job.
 func SessionSweep(ctx context.Context, db store.Executor, idle time.Duration) (int64, error) {
 	tag, err := db.Exec(ctx, `
 		DELETE FROM web_sessions
 		WHERE expires_at <= now() OR last_seen_at <= now() - make_interval(secs => $1)`, idle.Seconds())
 	if err != nil {
 		return 0, store.MapError(err, "session")
+	}
+	if _, err := db.Exec(ctx, `DELETE FROM web_login_throttle WHERE window_start < now() - interval '1 day'`); err != nil {
+		return 0, store.MapError(err, "sign-in attempt")
 	}
 	return tag.RowsAffected(), nil
 }

@@ -309,6 +309,13 @@ func TestSessionIdleAndAbsoluteExpiry(t *testing.T) {
 		p := br.do(http.MethodGet, "/inbox", nil)
 		require.Equal(t, http.StatusSeeOther, p.status, tc.name)
 		require.True(t, strings.HasPrefix(p.header.Get("Location"), "/login"), tc.name)
+		// The next sign-in sweeps the dead session away.
+		require.Equal(t, http.StatusSeeOther, b.browser(t).signIn("ann", testPassword).status)
+		var n int
+		require.NoError(t, b.h.Pool.QueryRow(ctx, `SELECT count(*) FROM web_sessions`).Scan(&n))
+		require.Equal(t, 1, n, tc.name)
+		_, err = b.h.Pool.Exec(ctx, `DELETE FROM web_sessions`)
+		require.NoError(t, err)
 	}
 }
 

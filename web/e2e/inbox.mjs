@@ -116,6 +116,16 @@ try {
   assert.match(issued.number, new RegExp(`^${want.series}-\\d{4}-000001$`));
   log("issued", issued.number);
 
+  // The issued invoice in the list, and its printable view.
+  await page.goto(`${BASE}/invoices?status=issued`);
+  const link = page.getByRole("link", { name: issued.number });
+  await link.click();
+  await page.getByRole("heading", { name: new RegExp(`Invoice ${issued.number}`) }).waitFor();
+  await page.emulateMedia({ media: "print" });
+  assert.equal(await page.locator("header.top").isVisible(), false, "print hides the navigation");
+  await shot(page, "invoice-print.png");
+  await page.emulateMedia({ media: "screen" });
+
   // --- Live update: a second request appears without reload -------------
   await page.goto(`${BASE}/inbox`);
   await page.locator("#live-status", { hasText: "Live:" }).waitFor();
