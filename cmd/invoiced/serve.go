@@ -12,6 +12,7 @@ import (
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/store"
+	"github.com/invoiced/invoiced/web"
 )
 
 // config is everything serve reads from the environment.
@@ -91,7 +92,11 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 	metrics.RegisterPool(pool)
 	cfg.HTTP.Metrics = metrics
 	e2 := server.New(cfg.HTTP, log, ready)
-	a, err := app.New(ctx, app.Config{}, pool, log)
+	// Cookies are Secure when the request came over TLS (or says so in
+	// X-Forwarded-Proto); INVOICED_SECURE_COOKIES=true forces it.
+	webCfg := web.DefaultConfig()
+	webCfg.SecureCookies = e.get("INVOICED_SECURE_COOKIES", "") == "true"
+	a, err := app.New(ctx, app.Config{Web: &webCfg}, pool, log)
 	if err != nil {
 		return err
 	}
