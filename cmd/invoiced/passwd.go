@@ -17,7 +17,6 @@ import (
 // passwdStdin is where `users passwd` reads from; tests replace it.
 var passwdStdin io.Reader = os.Stdin
 
-
 // cmdUsersPasswd sets the web inbox password of user NAME. On a terminal it
 // prompts twice without echo; otherwise it reads the first line of
 // standard input, so scripts can pipe a password in without it ever being
