@@ -14,7 +14,7 @@ import (
 	"golang.org/x/term"
 )
 
-// passwdStdin is where `users passwd` reads from; tests replace it.
+// passwdStdin is where `users passwd` reads the password from.
 var passwdStdin io.Reader = os.Stdin
 
 // cmdUsersPasswd sets the web inbox password of user NAME. On a terminal it
