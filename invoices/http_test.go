@@ -178,6 +178,24 @@ func TestConcurrentIssueOneWinner(t *testing.T) {
 	require.Equal(t, 1, lastSeq)
 }
 
+func TestDeleteWithApproval(t *testing.T) {
+	t.Parallel()
+	b := setupHTTP(t)
+	d := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
+	path := "/v1/invoices/" + d.ID.String()
+	r := b.h.Do(t, http.MethodDelete, path, b.clerk, nil)
+	p := requireProblem(t, r, http.StatusForbidden, invoices.CodeApprovalRequired)
+	r = b.h.Do(t, http.MethodPost, "/v1/approvals/"+p["approval_id"].(string)+"/approve", b.approver, map[string]any{"reason": "ok"})
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	r = b.h.Do(t, http.MethodDelete, path, b.clerk, nil)
+	require.Equal(t, http.StatusNoContent, r.StatusCode, "%s", r.Body)
+	requireProblem(t, b.h.Do(t, http.MethodGet, path, b.clerk, nil), http.StatusNotFound, "NOT_FOUND")
+	var actor, via string
+	require.NoError(t, b.h.Pool.QueryRow(b.ctx, `SELECT event->>'actor', event->>'via' FROM audit_events WHERE type = 'invoice.deleted' AND subject_id = $1`, d.ID.String()).Scan(&actor, &via))
+	require.Equal(t, "clerk1", actor)
+	require.Equal(t, "rest", via)
+}
+
 // TestConcurrentIfMatch: many PATCHes based on the same ETag: one wins,
 // the others are 412 and change nothing.
 func TestConcurrentIfMatch(t *testing.T) {

@@ -121,6 +121,15 @@ func TestFrozenColumnsRejectedBySQL(t *testing.T) {
 	d := invoicetest.Draft(b.ctx, t, b.pool, invoicetest.DraftOpts{})
 	_, err = b.pool.Exec(b.ctx, `UPDATE invoices SET memo = 'changed' WHERE id = $1`, d.ID)
 	require.NoError(t, err)
+	// And a draft can be deleted with its lines.
+	require.NoError(t, store.WithTx(b.ctx, b.pool, func(ctx context.Context, tx pgx.Tx) error {
+		return invoices.InvoiceDeleteTx(ctx, tx, d.ID)
+	}))
+	var lines int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM invoice_lines WHERE invoice_id = $1`, d.ID).Scan(&lines))
+	require.Zero(t, lines)
+	_, err = invoices.InvoiceGetByID(b.ctx, b.pool, d.ID)
+	require.True(t, problem.HasCode(err, problem.CodeNotFound))
 }
 
 var errForcedRollback = errors.New("forced rollback after taking a number")
