@@ -180,6 +180,12 @@ func validationProblem(err error) error {
 			}
 			return
 		}
+		if req, ok := v.ErrorKind.(*kind.Required); ok {
+			for _, p := range req.Missing {
+				fields = append(fields, problem.FieldError{Field: fieldPath(append(append([]string{}, v.InstanceLocation...), p)), Message: "is required"})
+			}
+			return
+		}
 		if ap, ok := v.ErrorKind.(*kind.AdditionalProperties); ok {
 			for _, p := range ap.Properties {
 				fields = append(fields, problem.FieldError{Field: fieldPath(append(append([]string{}, v.InstanceLocation...), p)), Message: "is not a known field"})

@@ -63,7 +63,7 @@ func TestPrepareRefusesBadInput(t *testing.T) {
 		"unknown field":  {`{"invoice_id":"0190a5a0-0000-7000-8000-000000000001","bogus":1}`, "bogus"},
 		"wrong type":     {`{"invoice_id":5}`, "invoice_id"},
 		"not a uuid":     {`{"invoice_id":"nope"}`, "invoice_id"},
-		"missing":        {`{}`, "input"},
+		"missing":        {`{}`, "invoice_id"},
 		"below minimum":  {`{"invoice_id":"0190a5a0-0000-7000-8000-000000000001","lines":[{"quantity":0}]}`, "lines.0.quantity"},
 		"unsafe integer": {`{"invoice_id":"0190a5a0-0000-7000-8000-000000000001","limit":1e300}`, "limit"},
 		"invalid utf8":   {"{\"invoice_id\":\"0190a5a0-0000-7000-8000-000000000001\",\"lines\":[{\"description\":\"\xff\"}]}", "lines.0.description"},
