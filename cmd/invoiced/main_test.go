@@ -202,3 +202,18 @@ func TestServeWithMigrateBecomesReadyAndShutsDownGracefully(t *testing.T) {
 		t.Fatal("serve did not stop after its context was cancelled")
 	}
 }
+
+func TestServeRefusesBadSettingsNamingThem(t *testing.T) {
+	t.Parallel()
+	for key, val := range map[string]string{
+		"INVOICED_DB_MAX_CONNS":              "zero",
+		"INVOICED_NUMBER_PREFIX":             "inv-",
+		"INVOICED_APPROVAL_PENDING_TTL":      "3 days",
+		"INVOICED_APPROVAL_QUORUM_THRESHOLD": "10000.00",
+		"INVOICED_APPROVAL_QUORUM":           "0",
+	} {
+		r := invoke(context.Background(), env{key: val}, "serve")
+		require.Equal(t, 1, r.code, key)
+		require.Contains(t, r.stderr, key)
+	}
+}

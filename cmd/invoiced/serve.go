@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -20,7 +21,10 @@ type config struct {
 	DatabaseURL string
 	HTTP        server.Config
 	MaxConns    int32
+	App         app.Config
 }
+
+var numberPrefixRE = regexp.MustCompile(`^[A-Z][A-Z0-9]{0,9}$`)
 
 func loadConfig(e env) (config, error) {
 	c := config{DatabaseURL: e.get("DATABASE_URL", ""), HTTP: server.DefaultConfig()}
@@ -32,6 +36,39 @@ func loadConfig(e env) (config, error) {
 			return c, fmt.Errorf("INVOICED_DB_MAX_CONNS must be a positive integer, not %q", v)
 		}
 		c.MaxConns = int32(n)
+	}
+	if v := e.get("INVOICED_NUMBER_PREFIX", ""); v != "" {
+		if !numberPrefixRE.MatchString(v) {
+			return c, fmt.Errorf("INVOICED_NUMBER_PREFIX must be 1–10 capital letters or digits starting with a letter, not %q", v)
+		}
+		c.App.Invoices.NumberPrefix = v
+	}
+	p := &c.App.Approvals
+	for _, d := range []struct {
+		key string
+		dst *time.Duration
+	}{{"INVOICED_APPROVAL_PENDING_TTL", &p.PendingTTL}, {"INVOICED_APPROVAL_APPROVED_TTL", &p.ApprovedTTL}} {
+		if v := e.get(d.key, ""); v != "" {
+			dur, err := time.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return c, fmt.Errorf("%s must be a positive duration such as 72h, not %q", d.key, v)
+			}
+			*d.dst = dur
+		}
+	}
+	if v := e.get("INVOICED_APPROVAL_QUORUM_THRESHOLD", ""); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("INVOICED_APPROVAL_QUORUM_THRESHOLD must be a positive whole amount in major units, not %q", v)
+		}
+		p.QuorumThreshold = n
+	}
+	if v := e.get("INVOICED_APPROVAL_QUORUM", ""); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10 {
+			return c, fmt.Errorf("INVOICED_APPROVAL_QUORUM must be an integer from 1 to 10, not %q", v)
+		}
+		p.Quorum = n
 	}
 	return c, nil
 }
@@ -96,7 +133,8 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 	// X-Forwarded-Proto); INVOICED_SECURE_COOKIES=true forces it.
 	webCfg := web.DefaultConfig()
 	webCfg.SecureCookies = e.get("INVOICED_SECURE_COOKIES", "") == "true"
-	a, err := app.New(ctx, app.Config{Web: &webCfg}, pool, log)
+	cfg.App.Web = &webCfg
+	a, err := app.New(ctx, cfg.App, pool, log)
 	if err != nil {
 		return err
 	}
