@@ -66,7 +66,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	if cfg.Web != nil {
 		webCfg = *cfg.Web
 	}
-	wh, err := web.New(pool, webCfg, log, web.Deps{Approvals: a.approvalSvc})
+	wh, err := web.New(pool, webCfg, log, web.Deps{Approvals: a.approvalSvc, NumberPrefix: cfg.Invoices.NumberPrefix})
 	if err != nil {
 		a.Close()
 		return nil, err

@@ -26,6 +26,10 @@ type Config struct {
 	// WriteTimeout is 0 (none) because SSE and long polls stream for
 	// minutes; their handlers bound themselves.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// TrustProxyHeaders makes the client IP come from X-Forwarded-For (set
+	// it only behind a proxy that overwrites the header); otherwise it is
+	// the TCP peer, so a client cannot fake it to dodge per-IP limits.
+	TrustProxyHeaders bool
 	// Metrics, when set, records every request and serves /metrics.
 	Metrics *Metrics
 }
@@ -43,6 +47,10 @@ func New(cfg Config, log *slog.Logger, ready func(context.Context) error) *echo.
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = ErrorHandler(log)
+	e.IPExtractor = echo.ExtractIPDirect()
+	if cfg.TrustProxyHeaders {
+		e.IPExtractor = echo.ExtractIPFromXFFHeader()
+	}
 	e.Server.ReadTimeout = cfg.ReadTimeout
 	e.Server.ReadHeaderTimeout = cfg.ReadTimeout
 	e.Server.WriteTimeout = cfg.WriteTimeout

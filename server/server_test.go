@@ -126,3 +126,26 @@ func TestMetricsCountRequestsByRoutePattern(t *testing.T) {
 	require.Contains(t, string(body), `invoiced_http_requests_total{method="GET",route="/things/:id",status="204"} 2`)
 	require.Contains(t, string(body), `invoiced_http_requests_total{method="GET",route="/boom",status="500"} 1`)
 }
+
+func TestClientIPIgnoresForwardedHeadersUnlessTrusted(t *testing.T) {
+	t.Parallel()
+	for _, trust := range []bool{false, true} {
+		cfg := server.DefaultConfig()
+		cfg.TrustProxyHeaders = trust
+		e := server.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), func(context.Context) error { return nil })
+		e.GET("/ip", func(c echo.Context) error { return c.String(200, c.RealIP()) })
+		srv := httptest.NewServer(e)
+		req, _ := http.NewRequest("GET", srv.URL+"/ip", nil)
+		req.Header.Set("X-Forwarded-For", "203.0.113.9")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		if trust {
+			require.Equal(t, "203.0.113.9", string(b))
+		} else {
+			require.Equal(t, "127.0.0.1", string(b), "a client cannot choose its own IP")
+		}
+	}
+}

@@ -30,6 +30,7 @@ func loadConfig(e env) (config, error) {
 	c := config{DatabaseURL: e.get("DATABASE_URL", ""), HTTP: server.DefaultConfig()}
 	c.HTTP.Addr = e.get("INVOICED_ADDR", c.HTTP.Addr)
 	c.HTTP.BodyLimit = e.get("INVOICED_BODY_LIMIT", c.HTTP.BodyLimit)
+	c.HTTP.TrustProxyHeaders = e.get("INVOICED_TRUST_PROXY_HEADERS", "") == "true"
 	if v := e.get("INVOICED_DB_MAX_CONNS", ""); v != "" {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || n < 1 {
