@@ -17,7 +17,7 @@ var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], envFromOS(), os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], envFromOS(), os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
@@ -41,7 +41,7 @@ Every subcommand takes --help. Configuration comes from the environment
 `
 
 // run dispatches a subcommand and returns the process exit status.
-func run(ctx context.Context, args []string, env env, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, env env, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, env env, stdout, stderr io.Writer) 
 	case "migrate":
 		err = cmdMigrate(ctx, env, args[1:], stdout, stderr)
 	case "users":
-		err = cmdUsers(ctx, env, args[1:], stdout, stderr)
+		err = cmdUsers(ctx, env, args[1:], stdin, stdout, stderr)
 	case "tokens":
 		err = cmdTokens(ctx, env, args[1:], stdout, stderr)
 	case "approvals":

@@ -24,8 +24,12 @@ type result struct {
 }
 
 func invoke(ctx context.Context, e env, args ...string) result {
+	return invokeWithInput(ctx, e, "", args...)
+}
+
+func invokeWithInput(ctx context.Context, e env, stdin string, args ...string) result {
 	var out, errb bytes.Buffer
-	code := run(ctx, args, e, &out, &errb)
+	code := run(ctx, args, e, strings.NewReader(stdin), &out, &errb)
 	return result{code, out.String(), errb.String()}
 }
 
@@ -216,4 +220,30 @@ func TestServeRefusesBadSettingsNamingThem(t *testing.T) {
 		require.Equal(t, 1, r.code, key)
 		require.Contains(t, r.stderr, key)
 	}
+}
+
+func TestUsersPasswdReadsStdinAndRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := env{"DATABASE_URL": storetest.URL(t)}
+	require.Equal(t, 0, invoke(ctx, e, "users", "create", "--username", "pia", "--role", "approver").code)
+
+	r := invokeWithInput(ctx, e, "correct horse battery staple\n", "users", "passwd", "pia")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout+r.stderr, "correct horse", "the password is never echoed")
+
+	r = invokeWithInput(ctx, e, "short\n", "users", "passwd", "pia")
+	require.Equal(t, 1, r.code)
+	r = invokeWithInput(ctx, e, "correct horse battery staple\n", "users", "passwd", "nobody")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "not found")
+	r = invokeWithInput(ctx, e, "", "users", "passwd")
+	require.Equal(t, 2, r.code, "a missing NAME is a usage error")
+
+	conn, err := pgx.Connect(ctx, e["DATABASE_URL"])
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var hash string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT password_hash FROM users WHERE username = 'pia'`).Scan(&hash))
+	require.True(t, strings.HasPrefix(hash, "$argon2id$"), "stored as an argon2id hash, not the password")
 }

@@ -14,14 +14,11 @@ import (
 	"golang.org/x/term"
 )
 
-// passwdStdin is where `users passwd` reads the password from.
-var passwdStdin io.Reader = os.Stdin
-
 // cmdUsersPasswd sets the web inbox password of user NAME. On a terminal it
 // prompts twice without echo; otherwise it reads the first line of
 // standard input, so scripts can pipe a password in without it ever being
 // on a command line (where ps and shell history would show it).
-func cmdUsersPasswd(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
+func cmdUsersPasswd(ctx context.Context, e env, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flagSet("users passwd NAME",
 		fmt.Sprintf("Set the password NAME signs in to the web inbox with (at least %d characters).\n"+
 			"On a terminal it is asked for twice, without echo; otherwise the first line of\n"+
@@ -34,7 +31,7 @@ func cmdUsersPasswd(ctx context.Context, e env, args []string, stdout, stderr io
 		return errUsage
 	}
 	username := fs.Arg(0)
-	password, err := readPassword(passwdStdin, stderr)
+	password, err := readPassword(stdin, stderr)
 	if err != nil {
 		return err
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func cmdUsers(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
+func cmdUsers(ctx context.Context, e env, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "passwd" {
-		return cmdUsersPasswd(ctx, e, args[1:], stdout, stderr)
+		return cmdUsersPasswd(ctx, e, args[1:], stdin, stdout, stderr)
 	}
 	if len(args) == 0 || args[0] != "create" {
 		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
