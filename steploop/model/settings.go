@@ -1,0 +1,39 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotConfigured is FromSettings' answer when INVOICED_MODEL_PROVIDER is
+// unset: the service runs, and /v1/chat answers 503 naming the settings.
+var ErrNotConfigured = errors.New("no model provider configured (INVOICED_MODEL_PROVIDER)")
+
+// FromSettings builds the provider the settings name: get returns a
+// setting's value ("" when unset).
+//
+//	INVOICED_MODEL_PROVIDER  openai | scripted
+//	INVOICED_MODEL_BASE_URL  openai: the API root (default https://api.openai.com/v1)
+//	INVOICED_MODEL_API_KEY   openai: the key, sent as a Bearer token
+//	INVOICED_MODEL_NAME      openai: the model name (required)
+//	INVOICED_MODEL_SCRIPT    scripted: the script file (see Script)
+func FromSettings(get func(key string) string) (Provider, error) {
+	switch p := get("INVOICED_MODEL_PROVIDER"); p {
+	case "":
+		return nil, ErrNotConfigured
+	case "openai":
+		return NewOpenAI(OpenAIConfig{
+			BaseURL: get("INVOICED_MODEL_BASE_URL"),
+			APIKey:  get("INVOICED_MODEL_API_KEY"),
+			Model:   get("INVOICED_MODEL_NAME"),
+		})
+	case "scripted":
+		path := get("INVOICED_MODEL_SCRIPT")
+		if path == "" {
+			return nil, errors.New("INVOICED_MODEL_PROVIDER=scripted needs INVOICED_MODEL_SCRIPT, the path of a script file")
+		}
+		return LoadScript(path)
+	default:
+		return nil, fmt.Errorf("INVOICED_MODEL_PROVIDER must be openai or scripted, not %q", p)
+	}
+}
