@@ -11,7 +11,10 @@ import (
 
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/confirm"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/steploop"
+	"github.com/invoiced/invoiced/steploop/model"
 
 	"github.com/invoiced/invoiced/web"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -28,6 +31,9 @@ type Config struct {
 	Approvals approvals.Policy
 	// Invoices configures invoicing (number prefix, clock).
 	Invoices invoices.Config
+	// Model runs the step loop's model steps (INVOICED_MODEL_*); nil makes
+	// POST /v1/chat answer 503 naming the settings to set.
+	Model model.Provider
 }
 
 // App holds the services and handlers of one running service.
@@ -44,6 +50,7 @@ type App struct {
 
 	caps     *capability.Registry
 	invoices *invoices.Service
+	chat     *steploop.Service
 }
 
 // New builds services and handlers over pool.
@@ -62,6 +69,10 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 			return nil, err
 		}
 	}
+	if err := a.startChat(cfg.Model); err != nil {
+		a.Close()
+		return nil, err
+	}
 	webCfg := web.DefaultConfig()
 	if cfg.Web != nil {
 		webCfg = *cfg.Web
@@ -73,6 +84,24 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	}
 	a.web = wh
 	return a, nil
+}
+
+// startChat builds the step loop over the capability registry, with the
+// frontend tools and the confirm controller for bound capabilities
+// (ADR-0005: wait mode, stated in confirm.AgentToolset).
+func (a *App) startChat(m model.Provider) error {
+	ctl, err := confirm.NewController(confirm.Config{
+		Registry: confirm.NewPostgres(a.pool),
+		Mode:     confirm.AgentToolset.Confirmations,
+	})
+	if err != nil {
+		return err
+	}
+	a.chat, err = steploop.New(steploop.Config{
+		DB: a.pool, Model: m, Tools: a.caps, Confirm: ctl, Log: a.log,
+		Frontend: []steploop.FrontendTool{steploop.ShowInvoice},
+	})
+	return err
 }
 
 // approvalSweepInterval is how often expired approval requests are marked

@@ -48,6 +48,9 @@ func (a *App) Routes(e *echo.Echo) {
 
 	(&approvals.Handler{Svc: a.approvalSvc, Hub: a.approvalHub}).Mount(v1)
 
+	// The step loop: POST /v1/chat, GET /v1/conversations/:id.
+	a.chat.Mount(v1)
+
 	// The back-office inbox: HTML pages outside /v1 (DESIGN.md §6).
 	a.web.Mount(e)
 }

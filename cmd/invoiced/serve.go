@@ -12,6 +12,7 @@ import (
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/server"
+	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/web"
 )
@@ -70,6 +71,15 @@ func loadConfig(e env) (config, error) {
 			return c, fmt.Errorf("INVOICED_APPROVAL_QUORUM must be an integer from 1 to 10, not %q", v)
 		}
 		p.Quorum = n
+	}
+	m, err := model.FromSettings(func(k string) string { return e.get(k, "") })
+	switch {
+	case errors.Is(err, model.ErrNotConfigured):
+		// Everything but /v1/chat works; it answers 503 naming the settings.
+	case err != nil:
+		return c, err
+	default:
+		c.App.Model = m
 	}
 	return c, nil
 }
