@@ -424,7 +424,7 @@ func (t *turn) approvalResult(p *Part, call capability.Call, pe *problem.Error) 
 	t.outputAvailable(p, map[string]any{"error": map[string]any{
 		"code": pe.Code, "approval_id": approvalID, "status": status, "message": msg,
 	}})
-	data := mustJSON(map[string]any{"approval_id": approvalID, "status": status, "capability": call.Name, "target": pe.Extra["target"]})
+	data := mustJSON(map[string]any{"approval_id": approvalID, "status": status, "capability": call.Name, "target": approvalTarget(pe, call)})
 	id := fmt.Sprint(approvalID)
 	// A data part with the same id replaces the earlier one, as ai@7
 	// clients do, so both copies of the transcript stay alike.
@@ -439,6 +439,20 @@ func (t *turn) approvalResult(p *Part, call capability.Call, pe *problem.Error) 
 		a.Parts = append(a.Parts, Part{Type: "data-approval", ID: id, Data: data})
 	}
 	t.out.send(chunk{"type": "data-approval", "id": id, "data": data})
+}
+
+// approvalTarget is what the approval acts on, for the frontend to show:
+// the problem's "target" member when the gate sets one, else its
+// target_type/target_id members, else the call's effective input (which
+// names the target, e.g. {"invoice_id": …}).
+func approvalTarget(pe *problem.Error, call capability.Call) any {
+	if t, ok := pe.Extra["target"]; ok && t != nil {
+		return t
+	}
+	if id, ok := pe.Extra["target_id"]; ok {
+		return map[string]any{"type": pe.Extra["target_type"], "id": id}
+	}
+	return json.RawMessage(call.Input)
 }
 
 // toolError records a failed call with a message safe to show: a typed
