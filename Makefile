@@ -10,7 +10,7 @@ DATABASE_URL ?= $(PGHOST_URL)/invoiced?sslmode=disable
 INVOICED_TEST_DATABASE_URL ?= $(PGHOST_URL)/postgres?sslmode=disable
 export DATABASE_URL INVOICED_TEST_DATABASE_URL
 
-.PHONY: build run test vet bench-testdb clean
+.PHONY: build run test vet bench-testdb bench-issue clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/invoiced
@@ -32,6 +32,10 @@ vet:
 ## bench-testdb: what one test's own database costs (target < 150 ms).
 bench-testdb:
 	$(GO) test -run '^$$' -bench BenchmarkPerTestDatabase -benchtime 30x ./store/storetest/
+
+## bench-issue: approved issues/s over HTTP vs a pgbench script of the same SQL (BENCHMARKS.md).
+bench-issue:
+	$(GO) run ./bench/issue -admin-url "$(INVOICED_TEST_DATABASE_URL)" $(BENCH_ISSUE_FLAGS)
 
 clean:
 	rm -rf bin
