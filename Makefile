@@ -10,7 +10,7 @@ DATABASE_URL ?= $(PGHOST_URL)/invoiced?sslmode=disable
 INVOICED_TEST_DATABASE_URL ?= $(PGHOST_URL)/postgres?sslmode=disable
 export DATABASE_URL INVOICED_TEST_DATABASE_URL
 
-.PHONY: build run test vet bench-testdb bench-issue clean
+.PHONY: build run test vet bench-testdb bench-issue bench-chat clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/invoiced
@@ -36,6 +36,10 @@ bench-testdb:
 ## bench-issue: approved issues/s over HTTP vs a pgbench script of the same SQL (BENCHMARKS.md).
 bench-issue:
 	$(GO) run ./bench/issue -admin-url "$(INVOICED_TEST_DATABASE_URL)" $(BENCH_ISSUE_FLAGS)
+
+## bench-chat: POST /v1/chat (scripted model, one read tool call + text) vs an ai@7 streamText peer, at 1/8/32.
+bench-chat:
+	$(GO) run ./steploop/internal/benchchat
 
 clean:
 	rm -rf bin
