@@ -10,6 +10,8 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
+	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 )
 
@@ -45,34 +47,43 @@ func (s *Service) Chat(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	lease, err := ConversationAcquire(ctx, s.cfg.DB, req.ID, p.UserID, s.cfg.LeaseTTL)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := ConversationRelease(rctx, s.cfg.DB, lease); err != nil {
-			s.cfg.Log.Error("steploop: release conversation", "conversation", lease.ID, "err", err)
+	// Acquire, reconcile and store the new user message in one
+	// transaction: a refused request leaves nothing behind, not even a
+	// new conversation or a held lease.
+	var (
+		lease  *Lease
+		stored []Message
+		delta  Delta
+	)
+	err = store.WithTx(ctx, s.cfg.DB, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		if lease, err = ConversationAcquire(ctx, tx, req.ID, p.UserID, s.cfg.LeaseTTL); err != nil {
+			return err
 		}
-	}()
-	stored, err := MessageList(ctx, s.cfg.DB, lease.ID)
-	if err != nil {
-		return err
-	}
-	delta, err := Reconcile(stored, client, s.isFrontend)
+		stored = nil
+		if !lease.created {
+			if stored, err = MessageList(ctx, tx, lease.ID); err != nil {
+				return err
+			}
+		}
+		if delta, err = Reconcile(stored, client, s.isFrontend); err != nil {
+			return err
+		}
+		if delta.NewUser != nil {
+			return MessagePut(ctx, tx, lease.ID, len(stored), *delta.NewUser)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	if delta.NewUser != nil {
-		if err := MessagePut(ctx, s.cfg.DB, lease.ID, len(stored), *delta.NewUser); err != nil {
-			return err
-		}
 		stored = append(stored, *delta.NewUser, Message{ID: newMessageID(), Role: "assistant", Parts: []Part{}})
 	}
 	runCtx, cancel := context.WithTimeout(ctx, s.cfg.LeaseTTL-30*time.Second)
 	defer cancel()
 	t := &turn{s: s, ctx: runCtx, lease: lease, p: p, msgs: stored, ai: len(stored) - 1, out: newSSE(c.Response())}
+	defer t.finalize()
 	t.run(delta)
 	return nil
 }

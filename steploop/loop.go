@@ -16,6 +16,7 @@ import (
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5"
 )
 
 // DefaultMaxSteps bounds the model steps of one request: 8 covers a lookup,
@@ -132,13 +133,34 @@ type turn struct {
 
 func (t *turn) asst() *Message { return &t.msgs[t.ai] }
 
-// save stores the assistant message; it runs even when the client has
-// gone, so that what completed is kept.
+// save stores the assistant message mid-request, after a tool with
+// effects ran, so a crash cannot lose the record of an effect; it runs
+// even when the client has gone.
 func (t *turn) save() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
 	defer cancel()
 	if err := MessagePut(ctx, t.s.cfg.DB, t.lease.ID, t.ai, *t.asst()); err != nil {
 		t.s.cfg.Log.Error("steploop: save message", "conversation", t.lease.ID, "err", err)
+	}
+}
+
+// finalize stores the assistant message and releases the lease in one
+// transaction (one commit per request end); what completed is kept even
+// when the client has gone.
+func (t *turn) finalize() {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
+	defer cancel()
+	err := store.WithTx(ctx, t.s.cfg.DB, func(ctx context.Context, tx pgx.Tx) error {
+		if err := MessagePut(ctx, tx, t.lease.ID, t.ai, *t.asst()); err != nil {
+			return err
+		}
+		return ConversationRelease(ctx, tx, t.lease)
+	})
+	if err != nil {
+		t.s.cfg.Log.Error("steploop: save message", "conversation", t.lease.ID, "err", err)
+		if err := ConversationRelease(ctx, t.s.cfg.DB, t.lease); err != nil {
+			t.s.cfg.Log.Error("steploop: release conversation", "conversation", t.lease.ID, "err", err)
+		}
 	}
 }
 
@@ -166,7 +188,7 @@ func (t *turn) run(d Delta) {
 	for _, a := range d.Approvals {
 		t.answerApproval(a)
 	}
-	if len(d.Outputs)+len(d.Approvals) > 0 {
+	if len(d.Approvals) > 0 {
 		t.save()
 	}
 	if len(pendingCalls(*t.asst())) > 0 {
@@ -177,7 +199,6 @@ func (t *turn) run(d Delta) {
 }
 
 func (t *turn) finish(reason string) {
-	t.save()
 	t.out.send(chunk{"type": "finish", "finishReason": reason})
 	t.out.done()
 }
@@ -185,7 +206,6 @@ func (t *turn) finish(reason string) {
 func (t *turn) steps() {
 	for step := 0; step < t.s.cfg.MaxSteps; step++ {
 		if t.ctx.Err() != nil {
-			t.save()
 			return
 		}
 		req := model.Request{System: t.s.cfg.System, Messages: Transcript(t.msgs), Tools: t.s.modelTools}
@@ -215,12 +235,10 @@ func (t *turn) steps() {
 		if err != nil {
 			if t.ctx.Err() != nil {
 				// The client went away: the model call is cancelled and
-				// what completed is kept.
-				t.save()
+				// what completed is kept (finalize stores it).
 				return
 			}
 			t.s.cfg.Log.Error("steploop: model step failed", "conversation", t.lease.ID, "err", err)
-			t.save()
 			t.out.send(chunk{"type": "error", "errorText": "The model request failed; the error has been logged. Send the message again to retry."})
 			t.out.done()
 			return
@@ -230,14 +248,19 @@ func (t *turn) steps() {
 			t.finish("stop")
 			return
 		}
-		wait := false
+		wait, effects := false, false
 		for _, tc := range res.ToolCalls {
 			if t.dispatch(tc) {
 				wait = true
 			}
+			if r, ok := t.s.risks[tc.Name]; ok && r != capability.RiskRead {
+				effects = true
+			}
 		}
 		t.out.send(chunk{"type": "finish-step"})
-		t.save()
+		if effects && !wait {
+			t.save()
+		}
 		if wait {
 			t.finish("tool-calls")
 			return

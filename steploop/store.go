@@ -39,11 +39,13 @@ type Conversation struct {
 // Lease is a held conversation: only its holder runs the loop on it.
 type Lease struct {
 	Conversation
-	token uuid.UUID
+	token   uuid.UUID
+	created bool
 }
 
 // ConversationAcquire opens the conversation id for owner, creating it when
-// new, and takes its busy lease for ttl. Another owner's conversation is
+// new (xmax = 0 tells a fresh insert from an update), and takes its busy
+// lease for ttl. Another owner's conversation is
 // 404 (indistinguishable from none); a conversation whose lease is held is
 // 409 CONVERSATION_BUSY. One statement decides, so of two concurrent
 // requests exactly one gets the lease.
@@ -60,9 +62,9 @@ func ConversationAcquire(ctx context.Context, db store.Executor, id string, owne
 		   SET busy_token = EXCLUDED.busy_token, busy_until = EXCLUDED.busy_until, updated_at = now()
 		 WHERE conversations.owner_id = EXCLUDED.owner_id
 		   AND (conversations.busy_until IS NULL OR conversations.busy_until < now())
-		RETURNING id, owner_id, created_at, updated_at`,
+		RETURNING id, owner_id, created_at, updated_at, xmax = 0`,
 		id, owner, token, fmt.Sprintf("%d milliseconds", ttl.Milliseconds()),
-	).Scan(&l.ID, &l.OwnerID, &l.CreatedAt, &l.UpdatedAt)
+	).Scan(&l.ID, &l.OwnerID, &l.CreatedAt, &l.UpdatedAt, &l.created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var other uuid.UUID
 		err := db.QueryRow(ctx, `SELECT owner_id FROM conversations WHERE id = $1`, id).Scan(&other)
