@@ -47,17 +47,46 @@ func (s *Service) Chat(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	// Acquire, reconcile and store the new user message in one
-	// transaction: a refused request leaves nothing behind, not even a
-	// new conversation or a held lease.
+	lease, stored, delta, err := s.open(ctx, req.ID, p, client)
+	if err != nil {
+		return err
+	}
+	if delta.NewUser != nil {
+		stored = append(stored, *delta.NewUser, Message{ID: newMessageID(), Role: "assistant", Parts: []Part{}})
+	}
+	runCtx, cancel := context.WithTimeout(ctx, s.cfg.LeaseTTL-30*time.Second)
+	defer cancel()
+	t := &turn{s: s, ctx: runCtx, lease: lease, p: p, msgs: stored, ai: len(stored) - 1, out: newSSE(c.Response())}
+	defer t.finalize()
+	t.run(delta)
+	return nil
+}
+
+// open leases the conversation, reconciles the client's list with the
+// stored transcript and stores the new user message. A new chat (one user
+// message) takes one statement; otherwise one transaction does it all, so
+// a refused request leaves nothing behind, not even a new conversation or
+// a held lease.
+func (s *Service) open(ctx context.Context, id string, p identity.Principal, client []clientMessage) (*Lease, []Message, Delta, error) {
+	if len(client) == 1 {
+		if d, err := Reconcile(nil, client, s.isFrontend); err == nil && d.NewUser != nil {
+			l, ok, err := ConversationCreateWithMessage(ctx, s.cfg.DB, id, p.UserID, s.cfg.LeaseTTL, *d.NewUser)
+			if err != nil {
+				return nil, nil, Delta{}, err
+			}
+			if ok {
+				return l, nil, d, nil
+			}
+		}
+	}
 	var (
 		lease  *Lease
 		stored []Message
 		delta  Delta
 	)
-	err = store.WithTx(ctx, s.cfg.DB, func(ctx context.Context, tx pgx.Tx) error {
+	err := store.WithTx(ctx, s.cfg.DB, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
-		if lease, err = ConversationAcquire(ctx, tx, req.ID, p.UserID, s.cfg.LeaseTTL); err != nil {
+		if lease, err = ConversationAcquire(ctx, tx, id, p.UserID, s.cfg.LeaseTTL); err != nil {
 			return err
 		}
 		stored = nil
@@ -75,17 +104,9 @@ func (s *Service) Chat(c echo.Context) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, nil, Delta{}, err
 	}
-	if delta.NewUser != nil {
-		stored = append(stored, *delta.NewUser, Message{ID: newMessageID(), Role: "assistant", Parts: []Part{}})
-	}
-	runCtx, cancel := context.WithTimeout(ctx, s.cfg.LeaseTTL-30*time.Second)
-	defer cancel()
-	t := &turn{s: s, ctx: runCtx, lease: lease, p: p, msgs: stored, ai: len(stored) - 1, out: newSSE(c.Response())}
-	defer t.finalize()
-	t.run(delta)
-	return nil
+	return lease, stored, delta, nil
 }
 
 // parseChatRequest checks the envelope and decodes the messages.

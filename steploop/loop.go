@@ -16,7 +16,6 @@ import (
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/store"
-	"github.com/jackc/pgx/v5"
 )
 
 // DefaultMaxSteps bounds the model steps of one request: 8 covers a lookup,
@@ -145,17 +144,12 @@ func (t *turn) save() {
 }
 
 // finalize stores the assistant message and releases the lease in one
-// transaction (one commit per request end); what completed is kept even
+// statement (one round trip and one commit per request end); what completed is kept even
 // when the client has gone.
 func (t *turn) finalize() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
 	defer cancel()
-	err := store.WithTx(ctx, t.s.cfg.DB, func(ctx context.Context, tx pgx.Tx) error {
-		if err := MessagePut(ctx, tx, t.lease.ID, t.ai, *t.asst()); err != nil {
-			return err
-		}
-		return ConversationRelease(ctx, tx, t.lease)
-	})
+	err := MessagePutRelease(ctx, t.s.cfg.DB, t.lease, t.ai, *t.asst())
 	if err != nil {
 		t.s.cfg.Log.Error("steploop: save message", "conversation", t.lease.ID, "err", err)
 		if err := ConversationRelease(ctx, t.s.cfg.DB, t.lease); err != nil {

@@ -103,6 +103,61 @@ func ConversationGet(ctx context.Context, db store.Executor, id string, owner uu
 	return &c, nil
 }
 
+// ConversationCreateWithMessage creates conversation id for owner with
+// its first message, leased for ttl, in one statement: the common case of
+// a new chat costs one round trip. It reports false, writing nothing, when
+// the id is taken (the caller then takes the general path).
+func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration, m Message) (*Lease, bool, error) {
+	parts, err := json.Marshal(m.Parts)
+	if err != nil {
+		return nil, false, fmt.Errorf("marshal parts: %w", err)
+	}
+	l := Lease{token: uuid.New(), created: true}
+	err = db.QueryRow(ctx, `
+		WITH c AS (
+			INSERT INTO conversations (id, owner_id, busy_token, busy_until)
+			VALUES ($1, $2, $3, now() + $4::interval)
+			ON CONFLICT (id) DO NOTHING
+			RETURNING id, owner_id, created_at, updated_at
+		), m AS (
+			INSERT INTO conversation_messages (conversation_id, position, id, role, parts)
+			SELECT id, 0, $5, $6, $7 FROM c
+		)
+		SELECT id, owner_id, created_at, updated_at FROM c`,
+		id, owner, l.token, fmt.Sprintf("%d milliseconds", ttl.Milliseconds()), m.ID, m.Role, parts,
+	).Scan(&l.ID, &l.OwnerID, &l.CreatedAt, &l.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, store.MapError(err, "conversation")
+	}
+	return &l, true, nil
+}
+
+// MessagePutRelease stores m at position and releases the lease in one
+// statement (one round trip, one commit at the end of every request).
+func MessagePutRelease(ctx context.Context, db store.Executor, l *Lease, position int, m Message) error {
+	parts, err := json.Marshal(m.Parts)
+	if err != nil {
+		return fmt.Errorf("marshal parts: %w", err)
+	}
+	if m.Parts == nil {
+		parts = []byte("[]")
+	}
+	_, err = db.Exec(ctx, `
+		WITH m AS (
+			INSERT INTO conversation_messages (conversation_id, position, id, role, parts)
+			VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (conversation_id, position) DO UPDATE
+			   SET parts = EXCLUDED.parts, updated_at = now()
+		)
+		UPDATE conversations SET busy_token = NULL, busy_until = NULL, updated_at = now()
+		 WHERE id = $1 AND busy_token = $6`,
+		l.ID, position, m.ID, m.Role, parts, l.token)
+	return store.MapError(err, "message")
+}
+
 // MessageList returns a conversation's messages in order.
 func MessageList(ctx context.Context, db store.Executor, conversationID string) ([]Message, error) {
 	rows, err := db.Query(ctx, `
