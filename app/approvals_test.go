@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -256,4 +257,59 @@ func TestEventsStreamStatusChanges(t *testing.T) {
 	}
 	require.Contains(t, frame.String(), "event: approval\n")
 	require.Contains(t, frame.String(), `"id":"`+id+`"`)
+}
+
+// TestShutdownEndsStreamsAndPolls: graceful shutdown is not held for its
+// grace period by open event streams and long polls.
+func TestShutdownEndsStreamsAndPolls(t *testing.T) {
+	t.Parallel()
+	h := apptest.New(t, apptest.Options{}) // users and a request in a database of our own
+	clerk, tok := h.User(t, "clara", identity.RoleClerk)
+	h.User(t, "bob", identity.RoleApprover)
+	id := gateRequest(t, h, clerk, "issue-invoice", "inv-1", 100)
+
+	// A second instance served the way `invoiced serve` does, by Echo's
+	// own server, so its shutdown hooks run.
+	pool := storetest.PoolFor(t, h.DBURL)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := app.New(context.Background(), app.Config{}, pool, log)
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return pool.Ping(ctx) })
+	a.Routes(e)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	e.Listener = ln
+	go func() { _ = e.Start("") }()
+	base := "http://" + ln.Addr().String()
+
+	get := func(path string) *http.Response {
+		req, err := http.NewRequest("GET", base+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		return resp
+	}
+	stream := get("/v1/approvals/events")
+	defer stream.Body.Close()
+	require.Equal(t, http.StatusOK, stream.StatusCode)
+	poll := make(chan *http.Response, 1)
+	go func() { poll <- get("/v1/approvals/" + id + "?wait=60s") }()
+	require.Eventually(t, func() bool { return a.Approvals().Waiters() == 2 }, 5*time.Second, 5*time.Millisecond)
+
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, e.Shutdown(ctx))
+	took := time.Since(start)
+	t.Logf("shutdown with an open stream and poll took %s", took)
+	require.Less(t, took, 15*time.Second, "not held for the poll's 60 s")
+
+	rest, err := io.ReadAll(stream.Body)
+	require.NoError(t, err, "the stream ended cleanly")
+	require.Contains(t, string(rest), "event: resync")
+	resp := <-poll
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 }

@@ -47,6 +47,9 @@ func (a *App) Routes(e *echo.Echo) {
 	v1.POST("/invoices/:id/mark-paid", inv.InvoiceMarkPaid)
 
 	(&approvals.Handler{Svc: a.approvalSvc, Hub: a.approvalHub}).Mount(v1)
+	// Event streams and long polls end when shutdown begins instead of
+	// holding it for the whole grace period.
+	e.Server.RegisterOnShutdown(a.approvalHub.Close)
 
 	// The step loop: POST /v1/chat, GET /v1/conversations/:id.
 	a.chat.Mount(v1)

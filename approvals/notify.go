@@ -49,8 +49,9 @@ type Hub struct {
 	cfg *pgx.ConnConfig
 	log *slog.Logger
 
-	mu   sync.Mutex
-	subs map[chan Change]struct{}
+	mu     sync.Mutex
+	subs   map[chan Change]struct{}
+	closed bool
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -76,19 +77,29 @@ func (h *Hub) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the hub and closes every subscription.
+// Close stops the hub and closes every subscription, which ends event
+// streams and returns long polls at once: register it to run when the HTTP
+// server starts shutting down, so open streams do not hold the shutdown
+// for its whole grace period. It is safe to call more than once.
 func (h *Hub) Close() {
-	if h.cancel == nil {
-		return
-	}
-	h.cancel()
-	<-h.done
 	h.mu.Lock()
+	h.closed = true
 	for ch := range h.subs {
 		close(ch)
 		delete(h.subs, ch)
 	}
 	h.mu.Unlock()
+	if h.cancel != nil {
+		h.cancel()
+		<-h.done
+	}
+}
+
+// Closed reports whether Close was called.
+func (h *Hub) Closed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
 }
 
 func (h *Hub) listen(ctx context.Context) (*pgx.Conn, error) {
@@ -148,10 +159,16 @@ func (h *Hub) run(ctx context.Context, conn *pgx.Conn) {
 
 // Subscribe returns a channel of every change from now on and a function
 // that ends the subscription. The channel is closed when the subscriber
-// lags by more than subscriberBuffer changes or the hub closes.
+// lags by more than subscriberBuffer changes or the hub closes; after
+// Close it is returned closed.
 func (h *Hub) Subscribe() (<-chan Change, func()) {
 	ch := make(chan Change, subscriberBuffer)
 	h.mu.Lock()
+	if h.closed {
+		close(ch)
+		h.mu.Unlock()
+		return ch, func() {}
+	}
 	h.subs[ch] = struct{}{}
 	h.mu.Unlock()
 	return ch, func() {

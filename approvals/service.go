@@ -278,7 +278,11 @@ func (s *Service) Wait(ctx context.Context, id uuid.UUID, d time.Duration) (*App
 		case c, ok := <-changes:
 			tick.Stop()
 			if !ok {
-				// Lagged or closed: resubscribe and re-read.
+				if s.hub.Closed() {
+					// Shutting down: answer with what is known now.
+					return a, nil
+				}
+				// Lagged: resubscribe and re-read.
 				stop()
 				changes, stop = s.hub.Subscribe()
 				reread = true
