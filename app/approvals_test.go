@@ -131,20 +131,22 @@ func TestApprovalListFiltersAndPages(t *testing.T) {
 	resp = h.Do(t, "GET", "/v1/approvals?limit=2", tok, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
 	resp.JSON(t, &page)
-	require.Len(t, page.Items, 2)
-	require.Equal(t, ids[2], page.Items[0].ID.String(), "newest first")
-	require.NotEmpty(t, page.NextCursor)
-	resp = h.Do(t, "GET", "/v1/approvals?limit=2&cursor="+page.NextCursor, tok, nil)
+	require.Len(t, page.Data, 2)
+	require.Equal(t, ids[2], page.Data[0].ID.String(), "newest first")
+	require.True(t, page.HasMore)
+	require.NotNil(t, page.NextCursor)
+	resp = h.Do(t, "GET", "/v1/approvals?limit=2&cursor="+*page.NextCursor, tok, nil)
 	page = approvals.ListResponse{}
 	resp.JSON(t, &page)
-	require.Len(t, page.Items, 1)
-	require.Equal(t, ids[0], page.Items[0].ID.String())
-	require.Empty(t, page.NextCursor)
+	require.Len(t, page.Data, 1)
+	require.Equal(t, ids[0], page.Data[0].ID.String())
+	require.False(t, page.HasMore)
+	require.Nil(t, page.NextCursor)
 
 	page = approvals.ListResponse{}
 	h.Do(t, "GET", "/v1/approvals?status=approved", tok, nil).JSON(t, &page)
-	require.Len(t, page.Items, 1)
-	require.Equal(t, ids[0], page.Items[0].ID.String())
+	require.Len(t, page.Data, 1)
+	require.Equal(t, ids[0], page.Data[0].ID.String())
 
 	for _, q := range []string{"status=nope", "cursor=xyz", "cursor=AAAA", "limit=0", "limit=101"} {
 		resp = h.Do(t, "GET", "/v1/approvals?"+q, tok, nil)

@@ -33,10 +33,11 @@ func (h *Handler) Mount(g *echo.Group) {
 	g.POST("/approvals/:id/cancel", h.Cancel)
 }
 
-// ListResponse is a page of the inbox.
+// ListResponse is a page of the inbox, shaped like every list of the API.
 type ListResponse struct {
-	Items      []*Approval `json:"items"`
-	NextCursor string      `json:"next_cursor,omitempty"`
+	Data       []*Approval `json:"data"`
+	HasMore    bool        `json:"has_more"`
+	NextCursor *string     `json:"next_cursor"`
 }
 
 func encodeCursor(id uuid.UUID) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
@@ -85,9 +86,13 @@ func (h *Handler) List(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	resp := ListResponse{Items: items}
+	resp := ListResponse{Data: items, HasMore: more}
+	if resp.Data == nil {
+		resp.Data = []*Approval{}
+	}
 	if more {
-		resp.NextCursor = encodeCursor(items[len(items)-1].ID)
+		next := encodeCursor(items[len(items)-1].ID)
+		resp.NextCursor = &next
 	}
 	return c.JSON(http.StatusOK, resp)
 }
