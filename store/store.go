@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,6 +40,13 @@ type PoolConfig struct {
 	MaxConns int32
 }
 
+// DefaultMaxConns is 4 connections per core, at least 8: enough to keep
+// Postgres busy while requests wait on the network, few enough that lock
+// queues form in the pool rather than inside Postgres under overload.
+func DefaultMaxConns() int32 {
+	return int32(max(8, 4*runtime.NumCPU()))
+}
+
 // Open connects a pool and pings it so a bad URL fails at start, not at the
 // first request.
 func Open(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
@@ -46,8 +54,9 @@ func Open(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
-	if cfg.MaxConns > 0 {
-		pc.MaxConns = cfg.MaxConns
+	pc.MaxConns = cfg.MaxConns
+	if pc.MaxConns <= 0 {
+		pc.MaxConns = DefaultMaxConns()
 	}
 	pc.ConnConfig.RuntimeParams["application_name"] = "invoiced"
 	pool, err := pgxpool.NewWithConfig(ctx, pc)

@@ -124,3 +124,22 @@ func TestWithTxCommitAndCommitsThenReturnsTheError(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM r").Scan(&n))
 	require.Equal(t, 1, n, "the record was committed")
 }
+
+func TestOpenSizesThePool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := storetest.URL(t)
+	pool, err := store.Open(ctx, store.PoolConfig{URL: url})
+	require.NoError(t, err)
+	defer pool.Close()
+	require.Equal(t, store.DefaultMaxConns(), pool.Config().MaxConns)
+	require.GreaterOrEqual(t, pool.Config().MaxConns, int32(8))
+
+	pool2, err := store.Open(ctx, store.PoolConfig{URL: url, MaxConns: 3})
+	require.NoError(t, err)
+	defer pool2.Close()
+	require.Equal(t, int32(3), pool2.Config().MaxConns)
+
+	_, err = store.Open(ctx, store.PoolConfig{URL: "postgres://nobody@127.0.0.1:1/x?connect_timeout=1"})
+	require.Error(t, err, "a bad database URL fails at start, not at the first request")
+}
