@@ -113,6 +113,10 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
+// Toolset is how the tools offered to the model run: remote topology,
+// confirmations in wait mode (ADR-0005).
+func (s *Service) Toolset() confirm.Toolset { return s.toolset }
+
 func (s *Service) isFrontend(name string) bool {
 	_, ok := s.frontend.Lookup(name)
 	return ok
@@ -292,7 +296,7 @@ func (t *turn) dispatch(tc model.ToolCall) bool {
 		t.toolError(p, problem.Invalid("input", "the tool arguments are not a JSON object"))
 		return false
 	}
-	if t.isFrontendCall(tc.Name) {
+	if t.s.isFrontend(tc.Name) {
 		if _, err := t.s.frontend.Prepare(tc.Name, input); err != nil {
 			t.toolError(p, err)
 			return false
@@ -323,8 +327,6 @@ func (t *turn) dispatch(tc model.ToolCall) bool {
 		return false
 	}
 }
-
-func (t *turn) isFrontendCall(name string) bool { return t.s.isFrontend(name) }
 
 func (t *turn) seenAnywhere(id string) bool {
 	for _, m := range t.msgs {
@@ -432,8 +434,7 @@ var approvalGuidance = map[string]string{
 }
 
 func (t *turn) approvalResult(p *Part, call capability.Call, pe *problem.Error) {
-	approvalID, _ := pe.Extra["approval_id"]
-	status, _ := pe.Extra["status"]
+	approvalID, status := pe.Extra["approval_id"], pe.Extra["status"]
 	msg := approvalGuidance[pe.Code]
 	if msg == "" {
 		msg = pe.Detail
