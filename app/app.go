@@ -7,15 +7,16 @@ package app
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
+	"github.com/invoiced/invoiced/idempotency"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
-
 	"github.com/invoiced/invoiced/web"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -45,8 +46,8 @@ type App struct {
 	approvalGate *approvals.Gate
 	approvalSvc  *approvals.Service
 	approvalHub  *approvals.Hub
-	stopSweep    context.CancelFunc
-	sweepDone    chan struct{}
+	stopSweeps   context.CancelFunc
+	sweeps       sync.WaitGroup
 
 	caps     *capability.Registry
 	invoices *invoices.Service
@@ -69,7 +70,8 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 			return nil, err
 		}
 	}
-	if err := a.startChat(cfg.Model); err != nil {
+	ctl, err := a.startChat(cfg.Model)
+	if err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -83,34 +85,42 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 		return nil, err
 	}
 	a.web = wh
+	a.startSweeps(ctx, ctl, webCfg.SessionIdle)
 	return a, nil
 }
 
 // startChat builds the step loop over the capability registry, with the
 // frontend tools and the confirm controller for bound capabilities
 // (ADR-0005: wait mode, stated in confirm.AgentToolset).
-func (a *App) startChat(m model.Provider) error {
+func (a *App) startChat(m model.Provider) (*confirm.Controller, error) {
 	ctl, err := confirm.NewController(confirm.Config{
 		Registry: confirm.NewPostgres(a.pool),
 		Mode:     confirm.AgentToolset.Confirmations,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	a.chat, err = steploop.New(steploop.Config{
 		DB: a.pool, Model: m, Tools: a.caps, Confirm: ctl, Log: a.log,
 		Frontend: []steploop.FrontendTool{steploop.ShowInvoice},
 	})
-	return err
+	return ctl, err
 }
 
-// approvalSweepInterval is how often expired approval requests are marked
-// and announced; reads and the gate expire what they touch at once, so
-// this only bounds how late a waiting client learns of an expiry.
-const approvalSweepInterval = 30 * time.Second
+// Sweep intervals. Each sweep only deletes or expires what is already
+// dead, so the interval bounds how long such rows linger, not correctness:
+// reads and gates check expiry themselves.
+const (
+	// approvalSweepInterval bounds how late a waiting client learns that a
+	// request expired: 30 s.
+	approvalSweepInterval = 30 * time.Second
+	// housekeepingInterval is for rows nobody waits on (used
+	// confirmations, idempotency keys past 24 h, dead sessions): 5 min.
+	housekeepingInterval = 5 * time.Minute
+)
 
 // startApprovals builds the approval gate and service and starts the one
-// LISTEN connection of this process and the expiry sweep.
+// LISTEN connection of this process.
 func (a *App) startApprovals(ctx context.Context, policy approvals.Policy) error {
 	a.approvalHub = approvals.NewHub(a.pool.Config().ConnConfig, a.log)
 	if err := a.approvalHub.Start(ctx); err != nil {
@@ -118,24 +128,49 @@ func (a *App) startApprovals(ctx context.Context, policy approvals.Policy) error
 	}
 	a.approvalGate = approvals.NewGate(policy)
 	a.approvalSvc = approvals.NewService(a.pool, policy, a.approvalHub)
-	sweepCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	a.stopSweep, a.sweepDone = stop, make(chan struct{})
+	return nil
+}
+
+// startSweeps runs the periodic clean-ups until Close.
+func (a *App) startSweeps(ctx context.Context, ctl *confirm.Controller, sessionIdle time.Duration) {
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	a.stopSweeps = stop
+	a.every(bg, "approval expiry", approvalSweepInterval, func(ctx context.Context) error {
+		_, err := a.approvalSvc.ExpireDue(ctx)
+		return err
+	})
+	a.every(bg, "confirmations", housekeepingInterval, func(ctx context.Context) error {
+		_, err := ctl.Sweep(ctx)
+		return err
+	})
+	a.every(bg, "idempotency keys", housekeepingInterval, func(ctx context.Context) error {
+		_, err := idempotency.KeySweep(ctx, a.pool)
+		return err
+	})
+	a.every(bg, "web sessions", housekeepingInterval, func(ctx context.Context) error {
+		_, err := web.SessionSweep(ctx, a.pool, sessionIdle)
+		return err
+	})
+}
+
+// every runs fn every interval until ctx ends, logging failures.
+func (a *App) every(ctx context.Context, name string, interval time.Duration, fn func(context.Context) error) {
+	a.sweeps.Add(1)
 	go func() {
-		defer close(a.sweepDone)
-		t := time.NewTicker(approvalSweepInterval)
+		defer a.sweeps.Done()
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
-			case <-sweepCtx.Done():
+			case <-ctx.Done():
 				return
 			case <-t.C:
-				if _, err := a.approvalSvc.ExpireDue(sweepCtx); err != nil && sweepCtx.Err() == nil {
-					a.log.Warn("approval expiry sweep", "err", err)
+				if err := fn(ctx); err != nil && ctx.Err() == nil {
+					a.log.Warn("sweep failed", "sweep", name, "err", err)
 				}
 			}
 		}
 	}()
-	return nil
 }
 
 // ApprovalGate is the transactional gate consequential capabilities run
@@ -150,10 +185,10 @@ func (a *App) Approvals() *approvals.Service { return a.approvalSvc }
 
 // Close stops background work New started.
 func (a *App) Close() {
-	if a.stopSweep != nil {
-		a.stopSweep()
-		<-a.sweepDone
-		a.stopSweep = nil
+	if a.stopSweeps != nil {
+		a.stopSweeps()
+		a.sweeps.Wait()
+		a.stopSweeps = nil
 	}
 	if a.approvalHub != nil {
 		a.approvalHub.Close()
