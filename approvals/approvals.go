@@ -246,7 +246,9 @@ func ApprovalList(ctx context.Context, db store.Executor, p ListParams) ([]*Appr
 // refusal builds the typed problem a gate or decision answers for a.
 func refusal(status int, code, detail string, a *Approval) *problem.Error {
 	e := problem.New(status, code, detail)
-	e.Extra = map[string]any{"approval_id": a.ID.String(), "status": string(a.Status)}
+	// target lets a frontend show what waits for approval without a
+	// second request (the step loop's data-approval part carries it).
+	e.Extra = map[string]any{"approval_id": a.ID.String(), "status": string(a.Status), "target": a.Target}
 	return e
 }
 

@@ -65,7 +65,9 @@ func TestChatIssueInvoiceNeedsARESTApproval(t *testing.T) {
 			require.Equal(t, "issue-invoice", d["capability"])
 			require.Equal(t, "pending", d["status"])
 			require.Equal(t, approvalID, d["approval_id"])
-			require.NotNil(t, d["target"])
+			target := d["target"].(map[string]any)
+			require.Equal(t, "invoice", target["type"], "the frontend learns what waits for approval")
+			require.Equal(t, draft.ID.String(), target["id"])
 		}
 	}
 	require.NotEmpty(t, approvalID)
