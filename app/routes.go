@@ -46,13 +46,20 @@ func (a *App) Routes(e *echo.Echo) {
 	v1.POST("/invoices/:id/void", inv.InvoiceVoid)
 	v1.POST("/invoices/:id/mark-paid", inv.InvoiceMarkPaid)
 
-	(&approvals.Handler{Svc: a.approvalSvc, Hub: a.approvalHub}).Mount(v1)
+	ap := &approvals.Handler{Svc: a.approvalSvc, Hub: a.approvalHub}
+	v1.GET("/approvals", ap.List)
+	v1.GET("/approvals/events", ap.Events)
+	v1.GET("/approvals/:id", ap.Get)
+	v1.POST("/approvals/:id/approve", ap.Approve)
+	v1.POST("/approvals/:id/deny", ap.Deny)
+	v1.POST("/approvals/:id/cancel", ap.Cancel)
 	// Event streams and long polls end when shutdown begins instead of
 	// holding it for the whole grace period.
 	e.Server.RegisterOnShutdown(a.approvalHub.Close)
 
-	// The step loop: POST /v1/chat, GET /v1/conversations/:id.
-	a.chat.Mount(v1)
+	// The step loop (ADR-0002).
+	v1.POST("/chat", a.chat.Chat)
+	v1.GET("/conversations/:id", a.chat.ConversationGet)
 
 	// The back-office inbox: HTML pages outside /v1 (DESIGN.md §6).
 	a.web.Mount(e)

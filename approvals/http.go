@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -17,20 +18,12 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Handler serves the /v1/approvals routes.
+// Handler serves the /v1/approvals routes; app's route table lists them.
 type Handler struct {
+	// Svc lists, reads and decides approval requests.
 	Svc *Service
+	// Hub feeds the event stream; nil makes GET /v1/approvals/events 503.
 	Hub *Hub
-}
-
-// Mount adds the routes to g (the authenticated /v1 group).
-func (h *Handler) Mount(g *echo.Group) {
-	g.GET("/approvals", h.List)
-	g.GET("/approvals/events", h.Events)
-	g.GET("/approvals/:id", h.Get)
-	g.POST("/approvals/:id/approve", h.Approve)
-	g.POST("/approvals/:id/deny", h.Deny)
-	g.POST("/approvals/:id/cancel", h.Cancel)
 }
 
 // ListResponse is a page of the inbox, shaped like every list of the API.
@@ -58,34 +51,36 @@ func parseID(c echo.Context) (uuid.UUID, error) {
 	return id, nil
 }
 
-// List answers GET /v1/approvals?status=&cursor=&limit=.
-func (h *Handler) List(c echo.Context) error {
+// parseListParams reads ?status=&cursor=&limit= of the inbox list.
+func parseListParams(c echo.Context) (ListParams, error) {
 	var p ListParams
 	if v := c.QueryParam("status"); v != "" {
 		st, err := ParseStatus(v)
 		if err != nil {
-			return err
+			return p, err
 		}
 		p.Status = st
 	}
 	if v := c.QueryParam("cursor"); v != "" {
 		id, err := decodeCursor(v)
 		if err != nil {
-			return err
+			return p, err
 		}
 		p.After = &id
 	}
 	if v := c.QueryParam("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100 {
-			return problem.Invalid("limit", "must be an integer from 1 to 100")
+			return p, problem.Invalid("limit", "must be an integer from 1 to 100")
 		}
 		p.Limit = n
 	}
-	items, more, err := h.Svc.List(c.Request().Context(), p)
-	if err != nil {
-		return err
-	}
+	return p, nil
+}
+
+// newListResponse shapes a page of the inbox: an empty page is [], not
+// null, and the cursor names the last item when more follow.
+func newListResponse(items []*Approval, more bool) ListResponse {
 	resp := ListResponse{Data: items, HasMore: more}
 	if resp.Data == nil {
 		resp.Data = []*Approval{}
@@ -94,7 +89,20 @@ func (h *Handler) List(c echo.Context) error {
 		next := encodeCursor(items[len(items)-1].ID)
 		resp.NextCursor = &next
 	}
-	return c.JSON(http.StatusOK, resp)
+	return resp
+}
+
+// List answers GET /v1/approvals?status=&cursor=&limit=.
+func (h *Handler) List(c echo.Context) error {
+	p, err := parseListParams(c)
+	if err != nil {
+		return err
+	}
+	items, more, err := h.Svc.List(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, newListResponse(items, more))
 }
 
 // parseWait reads ?wait= as a Go duration ("30s") or whole seconds ("30").
@@ -215,7 +223,13 @@ func (h *Handler) Events(c echo.Context) error {
 	}
 	changes, stop := h.Hub.Subscribe()
 	defer stop()
-	w := c.Response()
+	return streamEvents(c.Request().Context(), c.Response(), changes)
+}
+
+// streamEvents writes changes to w as Server-Sent Events until ctx ends,
+// the client goes away or changes closes (the hub dropped a lagging
+// subscriber, or is shutting down: the client must resync).
+func streamEvents(ctx context.Context, w *echo.Response, changes <-chan Change) error {
 	w.Header().Set(echo.HeaderContentType, "text/event-stream")
 	w.Header().Set(echo.HeaderCacheControl, "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -226,7 +240,6 @@ func (h *Handler) Events(c echo.Context) error {
 	w.Flush()
 	beat := time.NewTicker(sseHeartbeat)
 	defer beat.Stop()
-	ctx := c.Request().Context()
 	for {
 		var frame string
 		select {
@@ -240,19 +253,26 @@ func (h *Handler) Events(c echo.Context) error {
 				w.Flush()
 				return nil
 			}
-			if ch.Resync {
-				frame = "event: resync\ndata: {}\n\n"
-				break
-			}
-			b, err := json.Marshal(ch)
-			if err != nil {
+			var err error
+			if frame, err = eventFrame(ch); err != nil {
 				return err
 			}
-			frame = fmt.Sprintf("event: approval\nid: %s.%d\ndata: %s\n\n", ch.ID, ch.Version, b)
 		}
 		if _, err := io.WriteString(w, frame); err != nil {
 			return nil //nolint:nilerr // the client went away
 		}
 		w.Flush()
 	}
+}
+
+// eventFrame is the SSE frame announcing ch.
+func eventFrame(ch Change) (string, error) {
+	if ch.Resync {
+		return "event: resync\ndata: {}\n\n", nil
+	}
+	b, err := json.Marshal(ch)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("event: approval\nid: %s.%d\ndata: %s\n\n", ch.ID, ch.Version, b), nil
 }

@@ -20,13 +20,6 @@ const ModelSettingsHint = "no model is configured: set INVOICED_MODEL_PROVIDER=o
 	"INVOICED_MODEL_API_KEY and INVOICED_MODEL_NAME (any OpenAI-compatible Chat Completions endpoint), " +
 	"or INVOICED_MODEL_PROVIDER=scripted with INVOICED_MODEL_SCRIPT, and restart"
 
-// Mount adds POST /chat and GET /conversations/:id to an authenticated
-// /v1 group.
-func (s *Service) Mount(g *echo.Group) {
-	g.POST("/chat", s.Chat)
-	g.GET("/conversations/:id", s.ConversationGet)
-}
-
 // Chat answers POST /v1/chat: it reconciles the client's message list with
 // the stored transcript, then streams the loop's steps as a UI message
 // stream v1. Refusals come before the stream starts, as problems.
@@ -38,28 +31,46 @@ func (s *Service) Chat(c echo.Context) error {
 	if s.cfg.Model == nil {
 		return problem.New(http.StatusServiceUnavailable, CodeModelNotConfigured, ModelSettingsHint)
 	}
-	var req ChatRequest
-	if err := server.DecodeJSON(c, &req); err != nil {
-		return err
-	}
-	client, err := parseChatRequest(req)
+	id, client, err := parseChat(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	lease, stored, delta, err := s.open(ctx, req.ID, p, client)
+	lease, stored, delta, err := s.open(ctx, id, p, client)
 	if err != nil {
 		return err
 	}
+	s.stream(ctx, c.Response(), lease, p, stored, delta)
+	return nil
+}
+
+// parseChat decodes and checks the body of POST /v1/chat: the
+// conversation id and the client's messages.
+func parseChat(c echo.Context) (string, []clientMessage, error) {
+	var req ChatRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return "", nil, err
+	}
+	client, err := parseChatRequest(req)
+	if err != nil {
+		return "", nil, err
+	}
+	return req.ID, client, nil
+}
+
+// stream runs the loop's steps for the leased conversation and writes them
+// to w as a UI message stream; a new user message gets a new assistant
+// message to answer in. The run ends before the lease does (30 s margin),
+// so no other replica can take the conversation while this one writes.
+func (s *Service) stream(ctx context.Context, w http.ResponseWriter, lease *Lease, p identity.Principal, stored []Message, delta Delta) {
 	if delta.NewUser != nil {
 		stored = append(stored, *delta.NewUser, Message{ID: newMessageID(), Role: "assistant", Parts: []Part{}})
 	}
 	runCtx, cancel := context.WithTimeout(ctx, s.cfg.LeaseTTL-30*time.Second)
 	defer cancel()
-	t := &turn{s: s, ctx: runCtx, lease: lease, p: p, msgs: stored, ai: len(stored) - 1, out: newSSE(c.Response())}
+	t := &turn{s: s, ctx: runCtx, lease: lease, p: p, msgs: stored, ai: len(stored) - 1, out: newSSE(w)}
 	defer t.finalize()
 	t.run(delta)
-	return nil
 }
 
 // open leases the conversation, reconciles the client's list with the

@@ -298,7 +298,7 @@ func setup(t *testing.T) *bundle {
 
 	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return pool.Ping(ctx) })
 	v1 := e.Group("/v1", identity.Authenticate(pool, nil))
-	svc.Mount(v1)
+	chatRoutes(v1, svc)
 	// Test-only stand-in for POST /v1/approvals/{id}/approve.
 	v1.POST("/test/approvals/:id/approve", func(c echo.Context) error {
 		b.approvals.mu.Lock()
@@ -322,6 +322,13 @@ func setup(t *testing.T) *bundle {
 		}
 	}
 	return b
+}
+
+// chatRoutes adds the step loop's routes to g as app's route table does;
+// the harness serves them over its own capability registry, not app's.
+func chatRoutes(g *echo.Group, svc *steploop.Service) {
+	g.POST("/chat", svc.Chat)
+	g.GET("/conversations/:id", svc.ConversationGet)
 }
 
 // chatResult is a finished POST /v1/chat.

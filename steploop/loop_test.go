@@ -285,7 +285,7 @@ func TestChatWithoutModelIs503(t *testing.T) {
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return nil })
-	svc.Mount(e.Group("/v1", identity.Authenticate(pool, nil)))
+	chatRoutes(e.Group("/v1", identity.Authenticate(pool, nil)), svc)
 	u, err := identity.UserCreate(context.Background(), pool, identity.UserCreateParams{Username: "clerk", Role: identity.RoleClerk})
 	require.NoError(t, err)
 	tok, err := identity.TokenCreate(context.Background(), pool, u.ID, "t")
