@@ -61,8 +61,23 @@ func (a *App) Routes(e *echo.Echo) {
 	v1.POST("/chat", a.chat.Chat)
 	v1.GET("/conversations/:id", a.chat.ConversationGet)
 
-	// The back-office inbox: HTML pages outside /v1 (DESIGN.md §6).
-	a.web.Mount(e)
+	// The back-office inbox: HTML pages outside /v1 (DESIGN.md §6), never
+	// problem+json. Every page carries the security headers; Page sends a
+	// browser without a live session to sign in and refuses a form without
+	// the session's CSRF token.
+	w := a.web
+	sec := w.SecurityHeaders
+	e.GET("/", w.Home, sec)
+	e.GET("/static/*", w.Static)
+	e.GET("/login", w.LoginForm, sec)
+	e.POST("/login", w.Login, sec)
+	e.POST("/logout", w.Page(w.Logout), sec)
+	e.GET("/inbox", w.Page(w.Inbox), sec)
+	e.GET("/approvals/:id", w.Page(w.Approval), sec)
+	e.POST("/approvals/:id/approve", w.Page(w.Decide(approvals.DecisionApprove)), sec)
+	e.POST("/approvals/:id/deny", w.Page(w.Decide(approvals.DecisionDeny)), sec)
+	e.GET("/invoices", w.Page(w.Invoices), sec)
+	e.GET("/invoices/:id", w.Page(w.Invoice), sec)
 }
 
 // onlyUnder applies m to requests whose path starts with prefix.

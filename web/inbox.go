@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -34,15 +35,6 @@ const recentDecisions = 20
 // pendingLimit bounds the pending list; a backlog beyond 100 is a problem
 // no page layout solves, and the list says when it is cut.
 const pendingLimit = 100
-
-func (h *Handler) mountPages(e *echo.Echo, sec echo.MiddlewareFunc) {
-	e.GET("/inbox", h.page(h.inbox), sec)
-	e.GET("/approvals/:id", h.page(h.approval), sec)
-	e.POST("/approvals/:id/approve", h.page(h.decide(approvals.DecisionApprove)), sec)
-	e.POST("/approvals/:id/deny", h.page(h.decide(approvals.DecisionDeny)), sec)
-	e.GET("/invoices", h.page(h.invoices), sec)
-	e.GET("/invoices/:id", h.page(h.invoice), sec)
-}
 
 // requestRow is one line of the inbox.
 type requestRow struct {
@@ -113,9 +105,10 @@ func rowOf(a *approvals.Approval) requestRow {
 	return r
 }
 
-// inbox lists pending requests oldest first (the one waiting longest is
-// the one to decide next), then the most recent decisions.
-func (h *Handler) inbox(c echo.Context, s *Session) error {
+// Inbox is the page GET /inbox: pending requests oldest first (the one
+// waiting longest is the one to decide next), then the most recent
+// decisions.
+func (h *Handler) Inbox(c echo.Context, s *Session) error {
 	ctx := c.Request().Context()
 	pending, more, err := h.deps.Approvals.List(ctx, approvals.ListParams{Status: approvals.StatusPending, Limit: pendingLimit})
 	if err != nil {
@@ -216,15 +209,26 @@ func whyNotDecide(viewer *identity.User, a *approvals.Approval) string {
 	return ""
 }
 
+// approvalData is the request page's data for the approval the path
+// names, as viewer s.User sees it.
 func (h *Handler) approvalData(c echo.Context, s *Session) (*pageData, error) {
 	id, err := parseID(c, "approval")
 	if err != nil {
 		return nil, err
 	}
-	a, err := h.deps.Approvals.Get(c.Request().Context(), id)
+	ctx := c.Request().Context()
+	a, err := h.deps.Approvals.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	d := h.data(c, s, a.Capability+" request")
+	d.Data = h.viewApproval(ctx, s.User, a)
+	return d, nil
+}
+
+// viewApproval is what the request page shows of a to viewer: the
+// snapshot, whether the request is stale, and whether viewer may decide.
+func (h *Handler) viewApproval(ctx context.Context, viewer *identity.User, a *approvals.Approval) *approvalView {
 	v := &approvalView{Row: rowOf(a), A: a, Decisions: a.Decisions}
 	var snap snapshotView
 	if len(a.Snapshot) > 0 && json.Unmarshal(a.Snapshot, &snap) == nil && snap.Currency != "" {
@@ -238,28 +242,32 @@ func (h *Handler) approvalData(c echo.Context, s *Session) (*pageData, error) {
 	} else {
 		v.RawSnap = string(a.Snapshot)
 	}
-	if a.Status == approvals.StatusSuperseded {
-		v.Stale = true
-		v.StaleNote = "The invoice changed after this request was made, so this request is superseded. What is shown is the old version; a new request is created when the invoice is issued again."
-	} else if cur, ok := h.currentVersion(c, a); ok && cur != a.Target.Version && a.Status.Open() {
-		v.Stale = true
-		v.StaleNote = "The invoice has changed since this request was made (version " +
-			itoa(a.Target.Version) + " then, " + itoa(cur) + " now). Approving it will not let the changed invoice be issued."
-	}
-	v.WhyNot = whyNotDecide(s.User, a)
+	v.Stale, v.StaleNote = h.staleness(ctx, a)
+	v.WhyNot = whyNotDecide(viewer, a)
 	v.CanDecide = v.WhyNot == "" && !v.Stale
 	if v.WhyNot == "" && v.Stale {
 		v.WhyNot = "This request is stale; it cannot be decided."
 	}
-	d := h.data(c, s, a.Capability+" request")
-	d.Data = v
-	return d, nil
+	return v
 }
 
-// approval shows one request: the snapshot the approver decides on, its
-// state, the decisions so far, and the decide forms where the viewer may
-// decide.
-func (h *Handler) approval(c echo.Context, s *Session) error {
+// staleness says whether a no longer matches its target, and why: it was
+// superseded, or the invoice changed while the request is still open.
+func (h *Handler) staleness(ctx context.Context, a *approvals.Approval) (bool, string) {
+	if a.Status == approvals.StatusSuperseded {
+		return true, "The invoice changed after this request was made, so this request is superseded. What is shown is the old version; a new request is created when the invoice is issued again."
+	}
+	if cur, ok := h.currentVersion(ctx, a); ok && cur != a.Target.Version && a.Status.Open() {
+		return true, "The invoice has changed since this request was made (version " +
+			itoa(a.Target.Version) + " then, " + itoa(cur) + " now). Approving it will not let the changed invoice be issued."
+	}
+	return false, ""
+}
+
+// Approval is the page GET /approvals/{id}: one request, the snapshot the
+// approver decides on, its state, the decisions so far, and the decide
+// forms where the viewer may decide.
+func (h *Handler) Approval(c echo.Context, s *Session) error {
 	d, err := h.approvalData(c, s)
 	if err != nil {
 		return err
@@ -275,10 +283,12 @@ func (h *Handler) approval(c echo.Context, s *Session) error {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// decide records the viewer's decision through the approvals service,
-// which refuses what the viewer may not do whatever the page showed. A
-// refusal is shown on the request page with the form as it was sent.
-func (h *Handler) decide(decision string) pageFunc {
+// Decide is the form POST /approvals/{id}/approve or /deny (decision is
+// approvals.DecisionApprove or DecisionDeny): it records the viewer's
+// decision through the approvals service, which refuses what the viewer
+// may not do whatever the page showed. A refusal is shown on the request
+// page with the form as it was sent.
+func (h *Handler) Decide(decision string) PageFunc {
 	return func(c echo.Context, s *Session) error {
 		id, err := parseID(c, "approval")
 		if err != nil {

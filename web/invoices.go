@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"time"
@@ -25,79 +26,101 @@ type invoicesView struct {
 	Rows      []invoiceRow
 	Customers []*invoices.Customer
 	Statuses  []invoices.Status
-	Filter    struct{ Status, CustomerID, Number, From, To string }
+	Filter    invoicesForm
 	NextURL   string
 }
 
-// invoices lists invoices read-only, filtered by status, customer, number
-// and creation date, a page at a time.
-func (h *Handler) invoices(c echo.Context, s *Session) error {
-	ctx := c.Request().Context()
-	v := invoicesView{Statuses: []invoices.Status{invoices.StatusDraft, invoices.StatusIssued, invoices.StatusPaid, invoices.StatusVoid}}
-	q := c.QueryParams()
-	v.Filter.Status, v.Filter.CustomerID, v.Filter.Number = q.Get("status"), q.Get("customer_id"), q.Get("number")
-	v.Filter.From, v.Filter.To = q.Get("from"), q.Get("to")
+// invoicesForm is the filter form as sent, shown back in the form.
+type invoicesForm struct{ Status, CustomerID, Number, From, To string }
 
-	var f invoices.InvoiceFilter
-	switch st := invoices.Status(v.Filter.Status); st {
+// invoicesQuery is the query of GET /invoices, checked: the filter and
+// page to list, the form to show back, and the raw query the next-page
+// link keeps.
+type invoicesQuery struct {
+	Form   invoicesForm
+	Filter invoices.InvoiceFilter
+	Page   invoices.Page
+	Raw    url.Values
+}
+
+// parseInvoicesQuery checks the invoice list's filters and cursor; a bad
+// one is a 422 page naming the field.
+func parseInvoicesQuery(q url.Values) (invoicesQuery, error) {
+	iq := invoicesQuery{Raw: q, Page: invoices.Page{Limit: invoicePageSize + 1}}
+	iq.Form = invoicesForm{Status: q.Get("status"), CustomerID: q.Get("customer_id"), Number: q.Get("number"), From: q.Get("from"), To: q.Get("to")}
+	switch st := invoices.Status(iq.Form.Status); st {
 	case "":
 	case invoices.StatusDraft, invoices.StatusIssued, invoices.StatusPaid, invoices.StatusVoid:
-		f.Status = st
+		iq.Filter.Status = st
 	default:
-		return problem.Invalid("status", "must be draft, issued, paid or void")
+		return iq, problem.Invalid("status", "must be draft, issued, paid or void")
 	}
-	if v.Filter.CustomerID != "" {
-		id, err := uuid.Parse(v.Filter.CustomerID)
+	if iq.Form.CustomerID != "" {
+		id, err := uuid.Parse(iq.Form.CustomerID)
 		if err != nil {
-			return problem.Invalid("customer_id", "is not a customer id")
+			return iq, problem.Invalid("customer_id", "is not a customer id")
 		}
-		f.CustomerID = &id
+		iq.Filter.CustomerID = &id
 	}
-	f.Number = v.Filter.Number
+	iq.Filter.Number = iq.Form.Number
 	for _, d := range []struct {
 		field, raw string
 		dst        **time.Time
 		days       int
-	}{{"from", v.Filter.From, &f.CreatedAfter, 0}, {"to", v.Filter.To, &f.CreatedBefore, 1}} {
+	}{{"from", iq.Form.From, &iq.Filter.CreatedAfter, 0}, {"to", iq.Form.To, &iq.Filter.CreatedBefore, 1}} {
 		if d.raw == "" {
 			continue
 		}
 		t, err := time.Parse(time.DateOnly, d.raw)
 		if err != nil {
-			return problem.Invalid(d.field, "must be a date (YYYY-MM-DD)")
+			return iq, problem.Invalid(d.field, "must be a date (YYYY-MM-DD)")
 		}
 		t = t.AddDate(0, 0, d.days) // "to" includes its whole day
 		*d.dst = &t
 	}
-	page := invoices.Page{Limit: invoicePageSize + 1}
 	if cur := q.Get("cursor"); cur != "" {
 		after, err := invoices.ParseCursor(cur)
 		if err != nil {
-			return err
+			return iq, err
 		}
-		page.After = after
+		iq.Page.After = after
 	}
-	rows, err := invoices.InvoiceList(ctx, h.db, f, page)
+	return iq, nil
+}
+
+// Invoices is the page GET /invoices: invoices read-only, filtered by
+// status, customer, number and creation date, a page at a time.
+func (h *Handler) Invoices(c echo.Context, s *Session) error {
+	q, err := parseInvoicesQuery(c.QueryParams())
 	if err != nil {
 		return err
 	}
+	v, err := h.invoicesPage(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	d := h.data(c, s, "Invoices")
+	d.Data = v
+	return h.render(c, http.StatusOK, "invoices", d)
+}
+
+// invoicesPage reads one page of the invoice list with its customers'
+// names, the customers the filter offers, and the link to the next page.
+func (h *Handler) invoicesPage(ctx context.Context, q invoicesQuery) (invoicesView, error) {
+	v := invoicesView{Statuses: []invoices.Status{invoices.StatusDraft, invoices.StatusIssued, invoices.StatusPaid, invoices.StatusVoid}, Filter: q.Form}
+	rows, err := invoices.InvoiceList(ctx, h.db, q.Filter, q.Page)
+	if err != nil {
+		return v, err
+	}
 	if len(rows) > invoicePageSize {
 		rows = rows[:invoicePageSize]
-		last := rows[len(rows)-1]
-		next := url.Values{}
-		for k, vs := range q {
-			if k != "cursor" {
-				next[k] = vs
-			}
-		}
-		next.Set("cursor", invoices.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}.Encode())
-		v.NextURL = "/invoices?" + next.Encode()
+		v.NextURL = nextInvoicesURL(q.Raw, rows[len(rows)-1])
 	}
 	// The customer filter offers the first 100 customers; past that the
 	// list is better searched by number.
 	v.Customers, err = invoices.CustomerList(ctx, h.db, invoices.Page{Limit: 100})
 	if err != nil {
-		return err
+		return v, err
 	}
 	names := map[uuid.UUID]string{}
 	for _, cu := range v.Customers {
@@ -108,16 +131,27 @@ func (h *Handler) invoices(c echo.Context, s *Session) error {
 		if !ok {
 			cu, err := invoices.CustomerGetByID(ctx, h.db, inv.CustomerID)
 			if err != nil {
-				return err
+				return v, err
 			}
 			name = cu.Name
 			names[cu.ID] = name
 		}
 		v.Rows = append(v.Rows, invoiceRow{Invoice: inv, CustomerName: name})
 	}
-	d := h.data(c, s, "Invoices")
-	d.Data = v
-	return h.render(c, http.StatusOK, "invoices", d)
+	return v, nil
+}
+
+// nextInvoicesURL is the link to the page after last: the same query with
+// the cursor replaced.
+func nextInvoicesURL(q url.Values, last *invoices.Invoice) string {
+	next := url.Values{}
+	for k, vs := range q {
+		if k != "cursor" {
+			next[k] = vs
+		}
+	}
+	next.Set("cursor", invoices.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}.Encode())
+	return "/invoices?" + next.Encode()
 }
 
 type invoiceView struct {
@@ -125,8 +159,8 @@ type invoiceView struct {
 	Customer *invoices.Customer
 }
 
-// invoice shows one invoice as a printable page.
-func (h *Handler) invoice(c echo.Context, s *Session) error {
+// Invoice is the page GET /invoices/{id}: one invoice, printable.
+func (h *Handler) Invoice(c echo.Context, s *Session) error {
 	ctx := c.Request().Context()
 	id, err := parseID(c, "invoice")
 	if err != nil {
@@ -152,7 +186,7 @@ func (h *Handler) invoice(c echo.Context, s *Session) error {
 // currentVersion is the target invoice's version now, to tell the
 // approver that a request no longer matches the invoice; false when the
 // target is not an invoice or is gone.
-func (h *Handler) currentVersion(c echo.Context, a *approvals.Approval) (int64, bool) {
+func (h *Handler) currentVersion(ctx context.Context, a *approvals.Approval) (int64, bool) {
 	if a.Target.Type != "invoice" {
 		return 0, false
 	}
@@ -160,7 +194,7 @@ func (h *Handler) currentVersion(c echo.Context, a *approvals.Approval) (int64, 
 	if err != nil {
 		return 0, false
 	}
-	inv, err := invoices.InvoiceGetByID(c.Request().Context(), h.db, id)
+	inv, err := invoices.InvoiceGetByID(ctx, h.db, id)
 	if err != nil {
 		return 0, false
 	}

@@ -149,9 +149,9 @@ func (h *Handler) render(c echo.Context, status int, page string, d *pageData) e
 	return c.HTMLBlob(status, buf.Bytes())
 }
 
-// static serves the embedded assets. A versioned URL (see asset) never
-// changes content, so it may be cached for a year.
-func (h *Handler) static(c echo.Context) error {
+// Static answers GET /static/*: the embedded assets. A versioned URL (see
+// asset) never changes content, so it may be cached for a year.
+func (h *Handler) Static(c echo.Context) error {
 	name := path.Clean("/" + c.Param("*"))
 	b, err := staticFS.ReadFile("static" + name)
 	if err != nil {

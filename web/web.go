@@ -81,23 +81,17 @@ func New(db store.Executor, cfg Config, log *slog.Logger, deps Deps) (*Handler, 
 	return &Handler{db: db, cfg: cfg, log: log, tmpl: t, deps: deps}, nil
 }
 
-// Mount adds the inbox routes to e. They are unversioned (DESIGN.md §6)
-// and answer HTML, never problem+json.
-func (h *Handler) Mount(e *echo.Echo) {
-	sec := h.securityHeaders
-	e.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/inbox") }, sec)
-	e.GET("/static/*", h.static)
-	e.GET("/login", h.loginForm, sec)
-	e.POST("/login", h.login, sec)
-	e.POST("/logout", h.page(h.logout), sec)
-	h.mountPages(e, sec)
+// Home answers GET /: the inbox is the back office's front page.
+func (h *Handler) Home(c echo.Context) error {
+	return c.Redirect(http.StatusSeeOther, "/inbox")
 }
 
-// securityHeaders sets the headers every page carries: a CSP that allows
-// only this origin's scripts and styles (no inline script at all), no
-// framing, no referrer beyond this origin, no MIME sniffing, no caching of
-// pages that show business data.
-func (h *Handler) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+// SecurityHeaders is the middleware every page route carries (the inbox
+// routes are unversioned, DESIGN.md §6, and answer HTML, never
+// problem+json): a CSP that allows only this origin's scripts and styles
+// (no inline script at all), no framing, no referrer beyond this origin,
+// no MIME sniffing, no caching of pages that show business data.
+func (h *Handler) SecurityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		hd := c.Response().Header()
 		hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
@@ -148,14 +142,15 @@ func tokenEqual(got, want string) bool {
 	return got != "" && want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
-// pageFunc is a page handler that runs with a live session.
-type pageFunc func(c echo.Context, s *Session) error
+// PageFunc is a page handler that runs with a live session; Page makes it
+// an echo.HandlerFunc.
+type PageFunc func(c echo.Context, s *Session) error
 
-// page wraps fn: no live session sends the browser to sign in (and back
+// Page wraps fn: no live session sends the browser to sign in (and back
 // here afterwards); a state-changing request without the session's CSRF
 // token is refused with 403 before fn runs; an error fn returns becomes an
 // HTML error page with the problem's status.
-func (h *Handler) page(fn pageFunc) echo.HandlerFunc {
+func (h *Handler) Page(fn PageFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		s, err := h.sessionFromRequest(c)
 		if err != nil {
