@@ -84,6 +84,7 @@ type BrokenError struct {
 	Reason string
 }
 
+// Error says where the chain breaks and why.
 func (e *BrokenError) Error() string {
 	return fmt.Sprintf("audit chain broken at seq %d: %s", e.Seq, e.Reason)
 }

@@ -172,6 +172,7 @@ type recorder struct {
 	buf bytes.Buffer
 }
 
+// Write keeps a copy of b for the stored response and passes it on.
 func (r *recorder) Write(b []byte) (int, error) {
 	r.buf.Write(b)
 	return r.ResponseWriter.Write(b)

@@ -81,6 +81,7 @@ var (
 	poolWaits    = prometheus.NewDesc("invoiced_db_pool_empty_acquire_total", "Acquires that had to wait for a connection.", nil, nil)
 )
 
+// Describe sends the pool metrics' descriptors (prometheus.Collector).
 func (p *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- poolAcquired
 	ch <- poolIdle
@@ -88,6 +89,7 @@ func (p *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- poolWaits
 }
 
+// Collect sends the pool's statistics as of now (prometheus.Collector).
 func (p *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	s := p.pool.Stat()
 	ch <- prometheus.MustNewConstMetric(poolAcquired, prometheus.GaugeValue, float64(s.AcquiredConns()))

@@ -106,7 +106,10 @@ func WithTx(ctx context.Context, db Executor, fn func(ctx context.Context, tx pg
 // commitAnd is an error that WithTx commits before returning.
 type commitAnd struct{ err error }
 
+// Error is the wrapped error's message.
 func (c *commitAnd) Error() string { return c.err.Error() }
+
+// Unwrap returns the wrapped error, so errors.Is and As see through it.
 func (c *commitAnd) Unwrap() error { return c.err }
 
 // CommitAnd wraps err so that WithTx commits the transaction and then
