@@ -29,9 +29,11 @@ test: vet
 vet:
 	$(GO) vet ./...
 
-## bench-testdb: what one test's own database costs (target < 150 ms).
+## bench-testdb: what one test's own database costs, clone + drop (target < 150 ms), on the
+## in-memory tablespace CI uses (scripts/test-tablespace.sh; set INVOICED_TEST_TABLESPACE= to measure the disk).
 bench-testdb:
-	$(GO) test -run '^$$' -bench BenchmarkPerTestDatabase -benchtime 30x ./store/storetest/
+	INVOICED_TEST_TABLESPACE=$${INVOICED_TEST_TABLESPACE-$$(scripts/test-tablespace.sh "$(INVOICED_TEST_DATABASE_URL)")} \
+	  $(GO) test -run '^$$' -bench BenchmarkPerTestDatabase -benchtime 30x ./store/storetest/
 
 ## bench-issue: approved issues/s over HTTP vs a pgbench script of the same SQL (BENCHMARKS.md).
 bench-issue:
