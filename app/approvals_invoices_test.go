@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/clocktest"
+
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/approvals"
@@ -19,27 +21,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// settableClock is the approval policy's clock in expiry tests.
-type settableClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *settableClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *settableClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type gated struct {
 	h        *apptest.Harness
-	clock    *settableClock
+	clock    *clocktest.Clock
 	clerk    *identity.User
 	clerkTok string
 	bobTok   string
@@ -52,7 +36,7 @@ type gated struct {
 // of every role.
 func setupGated(t *testing.T) *gated {
 	t.Helper()
-	clk := &settableClock{t: time.Now().UTC()}
+	clk := clocktest.New(time.Now().UTC())
 	h := apptest.New(t, apptest.Options{Config: app.Config{Approvals: approvals.Policy{Now: clk.Now}}})
 	g := &gated{h: h, clock: clk, ctx: context.Background()}
 	g.clerk, g.clerkTok = h.User(t, "clara", identity.RoleClerk)

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/invoiced/invoiced/internal/clocktest"
 
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/audit"
@@ -21,28 +22,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// clock is a settable policy clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type bundle struct {
 	ctx    context.Context
 	pool   *pgxpool.Pool
-	clock  *clock
+	clock  *clocktest.Clock
 	gate   *approvals.Gate
 	svc    *approvals.Service
 	clerk  identity.Principal
@@ -69,7 +52,7 @@ func setup(t *testing.T) *bundle {
 	_, err := pool.Exec(ctx, `CREATE TABLE targets (id text PRIMARY KEY, version bigint NOT NULL DEFAULT 1,
 		status text NOT NULL DEFAULT 'draft', amount bigint NOT NULL, currency text NOT NULL DEFAULT 'EUR')`)
 	require.NoError(t, err)
-	clk := &clock{t: time.Date(2026, 8, 3, 9, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 8, 3, 9, 0, 0, 0, time.UTC))
 	pol := approvals.Policy{Now: clk.Now}
 	b := &bundle{
 		ctx: ctx, pool: pool, clock: clk,

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/clocktest"
+
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
@@ -15,24 +17,6 @@ import (
 	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/stretchr/testify/require"
 )
-
-// clock is a settable clock for expiry.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // impl builds one Registry implementation and principals it accepts.
 type impl struct {
@@ -75,7 +59,7 @@ func forEach(t *testing.T, fn func(t *testing.T, im impl)) {
 type bundle struct {
 	ctl       *confirm.Controller
 	reg       confirm.Registry
-	clock     *clock
+	clock     *clocktest.Clock
 	principal uuid.UUID
 	newUser   func(t *testing.T) uuid.UUID
 	conv      string
@@ -87,7 +71,7 @@ type bundle struct {
 func setup(t *testing.T, im impl, mode confirm.Mode) *bundle {
 	t.Helper()
 	reg, newUser := im.new(t)
-	b := &bundle{reg: reg, clock: &clock{t: time.Date(2026, 8, 3, 9, 0, 0, 0, time.UTC)}, newUser: newUser, conv: "conv-" + uuid.NewString()}
+	b := &bundle{reg: reg, clock: clocktest.New(time.Date(2026, 8, 3, 9, 0, 0, 0, time.UTC)), newUser: newUser, conv: "conv-" + uuid.NewString()}
 	b.principal = newUser(t)
 	ctl, err := confirm.NewController(confirm.Config{Registry: reg, Mode: mode, Now: b.clock.Now})
 	require.NoError(t, err)
