@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -246,4 +247,17 @@ func TestUsersPasswdReadsStdinAndRefusesBadInput(t *testing.T) {
 	var hash string
 	require.NoError(t, conn.QueryRow(ctx, `SELECT password_hash FROM users WHERE username = 'pia'`).Scan(&hash))
 	require.True(t, strings.HasPrefix(hash, "$argon2id$"), "stored as an argon2id hash, not the password")
+}
+
+func TestPprofListensOnlyOnLoopback(t *testing.T) {
+	t.Parallel()
+	log := newLogger(env{}, io.Discard)
+	_, err := servePprof("0.0.0.0:6060", log)
+	require.ErrorContains(t, err, "loopback")
+	_, err = servePprof("nonsense", log)
+	require.ErrorContains(t, err, "host:port")
+
+	stop, err := servePprof("127.0.0.1:0", log)
+	require.NoError(t, err)
+	stop()
 }

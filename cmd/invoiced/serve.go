@@ -152,6 +152,13 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 	defer a.Close()
 	a.Routes(e2)
 
+	if addr := e.get("INVOICED_PPROF_ADDR", ""); addr != "" {
+		stopPprof, err := servePprof(addr, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 	log.Info("serving", "addr", cfg.HTTP.Addr, "schema_version", latest, "version", version)
 	if err := server.Serve(ctx, e2, cfg.HTTP.Addr, 20*time.Second); err != nil {
 		return err
