@@ -153,7 +153,7 @@ func ensureTemplate(admin string) (string, error) {
 		return "", err
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtext('invoiced.storetest.template'))") //nolint:errcheck
-	sweepStale(ctx, conn)
+	sweepStale(ctx, conn, name)
 	var ready bool
 	err = conn.QueryRow(ctx, "SELECT datistemplate FROM pg_database WHERE datname = $1", name).Scan(&ready)
 	if err == nil && ready {
@@ -194,7 +194,21 @@ func ensureTemplate(admin string) (string, error) {
 // binary drops it: 6 hours, far longer than any test run.
 const staleAfter = 6 * time.Hour
 
-func sweepStale(ctx context.Context, conn *pgx.Conn) {
+// sweepStale drops test databases older than staleAfter and templates of
+// other migration sets: a template is rebuilt whenever a migration changes,
+// and without this every edit would leave one behind. (A test run of
+// another checkout with other migrations, running at this very moment,
+// would lose its template; that is the price of not leaking them.)
+func sweepStale(ctx context.Context, conn *pgx.Conn, keepTemplate string) {
+	if rows, err := conn.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'invoiced\\_tmpl\\_%' AND datname <> $1", keepTemplate); err == nil {
+		if names, err := pgx.CollectRows(rows, pgx.RowTo[string]); err == nil {
+			for _, n := range names {
+				id := pgx.Identifier{n}.Sanitize()
+				_, _ = conn.Exec(ctx, "ALTER DATABASE "+id+" WITH IS_TEMPLATE false")
+				_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+id+" WITH (FORCE)")
+			}
+		}
+	}
 	rows, err := conn.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'invoiced\\_test\\_%'")
 	if err != nil {
 		return
