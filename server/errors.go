@@ -68,7 +68,10 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 func ToProblem(err error) *problem.Error {
 	if p, ok := problem.As(err); ok {
 		if p.Title == "" {
-			p.Title = http.StatusText(p.Status)
+			// Copy: problems may be shared package-level values.
+			c := *p
+			c.Title = http.StatusText(p.Status)
+			return &c
 		}
 		return p
 	}
