@@ -38,7 +38,8 @@ var inputHashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // AuthorizeTx implements capability.Gate. It looks at the latest request
 // for the binding (capability, target, effective-input hash) and:
 //   - approved, same target version, unexpired: consumes it and returns
-//     the Grant (the caller applies the effect and commits);
+//     the Grant (the caller applies the effect and commits), unless the
+//     caller is one of its approvers (403 FORBIDDEN, nothing spent);
 //   - pending, same version: APPROVAL_REQUIRED with its id (reuse);
 //   - open but for an older target version: marks it superseded and
 //     answers APPROVAL_STALE; the next call requests anew;
@@ -82,6 +83,12 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 			}
 			return capability.Grant{}, requiredProblem(a)
 		}
+		if err := decisionsLoad(ctx, tx, []*Approval{a}); err != nil {
+			return capability.Grant{}, err
+		}
+		if err := checkNotDecider(call, a); err != nil {
+			return capability.Grant{}, err
+		}
 		return g.consume(ctx, tx, call, a, now)
 	case StatusDenied:
 		if err := decisionsLoad(ctx, tx, []*Approval{a}); err != nil {
@@ -99,6 +106,22 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 	// Cancelled, superseded, consumed, or an expiry already reported: the
 	// caller asks anew.
 	return capability.Grant{}, g.request(ctx, tx, call, target, now)
+}
+
+// checkNotDecider refuses to spend an approval on a call by one of its
+// approvers. Whoever triggers the effect is its requester in substance
+// (an admin may join a clerk's pending request and then decide it), and a
+// requester never decides: the effect would rest on the caller's own
+// decision. The approval stays unspent for someone who did not decide it.
+func checkNotDecider(call capability.Call, a *Approval) error {
+	for _, d := range a.Decisions {
+		if d.Approver.ID == call.Principal.UserID {
+			return refusal(http.StatusForbidden, problem.CodeForbidden, fmt.Sprintf(
+				"you decided approval %s, so you cannot be the one to use it: someone who did not decide it (such as its requester %s) must call %s",
+				a.ID, a.RequestedBy.Username, a.Capability), a)
+		}
+	}
+	return nil
 }
 
 func checkCall(call capability.Call, target capability.Target) error {
