@@ -195,6 +195,9 @@ func (s *Service) CustomerUpdate(ctx context.Context, call capability.Call) (any
 		if out, err = CustomerUpdateTx(ctx, tx, c, s.clock()); err != nil {
 			return err
 		}
+		if err := InvoiceDraftsTouchByCustomerTx(ctx, tx, c.ID, s.clock()); err != nil {
+			return err
+		}
 		return s.audit(ctx, tx, call, "customer.updated", "customer", out.ID, out)
 	})
 	if err != nil {

@@ -84,6 +84,17 @@ func CustomerUpdateTx(ctx context.Context, tx pgx.Tx, c *Customer, at time.Time)
 	return out, nil
 }
 
+// InvoiceDraftsTouchByCustomerTx bumps the version of every draft of
+// customer id. The customer (its name and email) is part of the snapshot
+// an approver decides on, and approvals bind to the invoice's version: a
+// customer edit must make the approvals of its drafts stale, or a draft
+// could be issued to a bill-to the approver never saw. Issued invoices are
+// left alone (their version tracks their own lifecycle).
+func InvoiceDraftsTouchByCustomerTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, at time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE invoices SET version = version + 1, updated_at = $2 WHERE customer_id = $1 AND status = 'draft'`, id, at)
+	return mapError(err, "invoices")
+}
+
 // Page is a keyset position: the (created_at, id) of the last row seen.
 type Page struct {
 	Limit int
