@@ -248,7 +248,9 @@ func refusal(status int, code, detail string, a *Approval) *problem.Error {
 	e := problem.New(status, code, detail)
 	// target lets a frontend show what waits for approval without a
 	// second request (the step loop's data-approval part carries it).
-	e.Extra = map[string]any{"approval_id": a.ID.String(), "status": string(a.Status), "target": a.Target}
+	// approval_status, not status: RFC 9457 reserves status for the HTTP
+	// status code.
+	e.Extra = map[string]any{"approval_id": a.ID.String(), "approval_status": string(a.Status), "target": a.Target}
 	return e
 }
 

@@ -59,6 +59,9 @@ func (s *Service) Decide(ctx context.Context, p identity.Principal, via string, 
 		return nil, problem.Invalid("reason", "is required to deny: say what is wrong so the requester can fix it")
 	case len(reason) > maxReasonLen || !utf8.ValidString(reason):
 		return nil, problem.Invalid("reason", "must be valid UTF-8 of at most %d bytes", maxReasonLen)
+	case strings.ContainsRune(reason, 0):
+		// PostgreSQL text cannot hold it.
+		return nil, problem.Invalid("reason", "must not contain the NUL character (U+0000)")
 	}
 	var out *Approval
 	err := store.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
@@ -245,7 +248,9 @@ func (s *Service) Wait(ctx context.Context, id uuid.UUID, d time.Duration) (*App
 	}
 	defer func() { stop() }()
 	a, err := s.Get(ctx, id)
-	if err != nil || d <= 0 {
+	// A closed request (denied, consumed, expired, …) never changes again:
+	// answer now rather than hold the poll for nothing.
+	if err != nil || d <= 0 || !a.Status.Open() {
 		return a, err
 	}
 	start := a.Status

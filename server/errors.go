@@ -48,6 +48,11 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			body["request_id"] = reqID
 		}
 		for k, v := range p.Extra {
+			// RFC 9457's members (status above all) keep their meaning.
+			switch k {
+			case "type", "title", "status", "code", "detail", "errors", "request_id":
+				continue
+			}
 			body[k] = v
 		}
 		b, mErr := json.Marshal(body)

@@ -281,7 +281,7 @@ func setup(t *testing.T) *bundle {
 					a.byThing[in.Thing] = id
 				}
 				return nil, problem.New(http.StatusConflict, "APPROVAL_REQUIRED", "an approver must approve this first").
-					With("approval_id", id).With("status", "pending").With("target", map[string]any{"type": "thing", "id": in.Thing})
+					With("approval_id", id).With("approval_status", "pending").With("target", map[string]any{"type": "thing", "id": in.Thing})
 			},
 		},
 	)

@@ -434,7 +434,7 @@ var approvalGuidance = map[string]string{
 }
 
 func (t *turn) approvalResult(p *Part, call capability.Call, pe *problem.Error) {
-	approvalID, status := pe.Extra["approval_id"], pe.Extra["status"]
+	approvalID, status := pe.Extra["approval_id"], pe.Extra["approval_status"]
 	msg := approvalGuidance[pe.Code]
 	if msg == "" {
 		msg = pe.Detail
