@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/identity"
@@ -148,14 +149,19 @@ type decisionBody struct {
 	Reason string `json:"reason"`
 }
 
-// decodeOptional decodes a JSON body into v when one was sent.
-func decodeOptional(c echo.Context, v any) error {
+// decodeOptional decodes a JSON body into v when one was sent; field names
+// the body's string member in a refusal of bytes that are not UTF-8 (the
+// decoder would quietly turn them into U+FFFD).
+func decodeOptional(c echo.Context, v any, field string) error {
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		return err
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
+	}
+	if !utf8.Valid(body) {
+		return problem.Invalid(field, "must be valid UTF-8")
 	}
 	return server.DecodeJSONReader(bytes.NewReader(body), v)
 }
@@ -170,7 +176,7 @@ func (h *Handler) decide(c echo.Context, decision string) error {
 		return err
 	}
 	var body decisionBody
-	if err := decodeOptional(c, &body); err != nil {
+	if err := decodeOptional(c, &body, "reason"); err != nil {
 		return err
 	}
 	a, err := h.Svc.Decide(c.Request().Context(), p, "rest", id, decision, body.Reason)
@@ -198,7 +204,7 @@ func (h *Handler) Cancel(c echo.Context) error {
 		return err
 	}
 	var body struct{}
-	if err := decodeOptional(c, &body); err != nil {
+	if err := decodeOptional(c, &body, "body"); err != nil {
 		return err
 	}
 	a, err := h.Svc.Cancel(c.Request().Context(), p, "rest", id)

@@ -130,6 +130,14 @@ func (r *Registry) Prepare(name string, raw json.RawMessage) (Call, error) {
 	if !utf8.Valid(raw) {
 		return Call{}, problem.Invalid(invalidUTF8Field(v, ""), "must be valid UTF-8")
 	}
+	// PostgreSQL text cannot hold U+0000: refused here, naming the field,
+	// instead of failing in the database as a 500.
+	if f := nulField(v, ""); f != "" {
+		return Call{}, problem.Invalid(f, "must not contain the NUL character (U+0000)")
+	}
+	if err := DuplicateKeys(raw); err != nil {
+		return Call{}, err
+	}
 	if err := e.schema.Validate(v); err != nil {
 		return Call{}, validationProblem(err)
 	}
@@ -259,6 +267,84 @@ func invalidUTF8Field(v any, path string) string {
 	}
 	if path == "" {
 		return "input"
+	}
+	return ""
+}
+
+// DuplicateKeys refuses JSON in which an object names a member twice, 422
+// naming it. Decoders disagree on which of the two wins (Go keeps the last,
+// others the first), so an approver could be shown other content than the
+// effect runs with; I-JSON (RFC 7493 §2.3) forbids them. raw must already
+// have parsed: a syntax error is left to the parser's answer.
+func DuplicateKeys(raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if f, err := duplicateKey(dec, ""); err == nil && f != "" {
+		return problem.Invalid(f, "appears twice in one object; send each field once")
+	}
+	return nil
+}
+
+// duplicateKey reads one value from dec and returns the path of its first
+// repeated member name, or "".
+func duplicateKey(dec *json.Decoder, path string) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return "", err
+			}
+			name, _ := k.(string)
+			if seen[name] {
+				return join(path, name), nil
+			}
+			seen[name] = true
+			if f, err := duplicateKey(dec, join(path, name)); err != nil || f != "" {
+				return f, err
+			}
+		}
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if f, err := duplicateKey(dec, join(path, fmt.Sprint(i))); err != nil || f != "" {
+				return f, err
+			}
+		}
+	default:
+		return "", nil
+	}
+	_, err = dec.Token() // the closing delimiter
+	return "", err
+}
+
+// nulField returns the path of the first string or object key holding
+// U+0000, or "".
+func nulField(v any, path string) string {
+	switch t := v.(type) {
+	case string:
+		if strings.ContainsRune(t, 0) {
+			return fieldPath(strings.Split(path, "."))
+		}
+	case map[string]any:
+		for k, x := range t {
+			if strings.ContainsRune(k, 0) {
+				return fieldPath(strings.Split(join(path, k), "."))
+			}
+			if p := nulField(x, join(path, k)); p != "" {
+				return p
+			}
+		}
+	case []any:
+		for i, x := range t {
+			if p := nulField(x, join(path, fmt.Sprint(i))); p != "" {
+				return p
+			}
+		}
 	}
 	return ""
 }

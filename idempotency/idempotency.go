@@ -19,6 +19,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/identity"
@@ -190,8 +192,10 @@ func Middleware(db store.Executor) echo.MiddlewareFunc {
 			if req.Method != http.MethodPost || key == "" {
 				return next(c)
 			}
-			if len(key) > maxKeyLen || strings.TrimSpace(key) != key {
-				e := problem.BadRequest(CodeKeyInvalid, fmt.Sprintf("the Idempotency-Key header must be 1 to %d characters without surrounding spaces", maxKeyLen))
+			// The key is stored as text: bytes that are not UTF-8 (legal in
+			// a header as obs-text) would fail in PostgreSQL as a 500.
+			if len(key) > maxKeyLen || strings.TrimSpace(key) != key || !utf8.ValidString(key) || strings.ContainsFunc(key, unicode.IsControl) {
+				e := problem.BadRequest(CodeKeyInvalid, fmt.Sprintf("the Idempotency-Key header must be 1 to %d bytes of UTF-8 text without control characters or surrounding spaces", maxKeyLen))
 				return e
 			}
 			p, err := identity.MustPrincipal(c)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -38,6 +39,10 @@ func body(c echo.Context, key, id string) (json.RawMessage, error) {
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		// Not an object: Prepare gives the precise answer.
 		return raw, nil //nolint:nilerr // Prepare reports it
+	}
+	// Before the map below folds a repeated member into one.
+	if err := capability.DuplicateKeys(raw); err != nil {
+		return nil, err
 	}
 	if _, ok := obj[key]; ok {
 		return nil, problem.Invalid(key, "is taken from the path; leave it out of the body")
@@ -86,6 +91,10 @@ func (h *Handler) list(c echo.Context, name string) error {
 	in := map[string]any{}
 	for k, vs := range c.QueryParams() {
 		v := vs[len(vs)-1]
+		// json.Marshal below would quietly turn bad bytes into U+FFFD.
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return problem.Invalid(strings.ToValidUTF8(k, "\ufffd"), "must be valid UTF-8")
+		}
 		if k == "limit" {
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 				in[k] = n

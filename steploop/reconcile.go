@@ -184,6 +184,10 @@ func newUserMessage(c clientMessage, stored []Message) (*Message, error) {
 		if !utf8.ValidString(*p.Text) {
 			return nil, problem.Invalid("messages.parts.text", "must be valid UTF-8")
 		}
+		// PostgreSQL cannot store U+0000 in jsonb.
+		if strings.ContainsRune(*p.Text, 0) {
+			return nil, problem.Invalid("messages.parts.text", "must not contain the NUL character (U+0000)")
+		}
 		size += len(*p.Text)
 		parts = append(parts, Part{Type: "text", Text: strPtr(*p.Text)})
 	}

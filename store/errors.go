@@ -41,6 +41,13 @@ func MapError(err error, what string) error {
 			e := problem.NotFound(what)
 			e.Err = err
 			return e
+		case "22P05", "22021":
+			// U+0000 in text or jsonb (or bytes that are not UTF-8): the
+			// client's input, so a 422 rather than a 500, for any path
+			// that did not refuse it earlier with a precise field.
+			e := problem.Invalid(what, "holds a character PostgreSQL cannot store, such as U+0000")
+			e.Err = err
+			return e
 		}
 	}
 	return fmt.Errorf("%s: %w", what, err)

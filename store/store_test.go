@@ -107,6 +107,27 @@ func TestMapError(t *testing.T) {
 	require.True(t, problem.HasCode(err, problem.CodeNotFound), "a malformed id is a 404, not a 500: %v", err)
 }
 
+func TestMapErrorRefusesTextPostgreSQLCannotStore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var s string
+	for name, q := range map[string]string{
+		"NUL in text":  "SELECT $1::text",
+		"NUL in jsonb": "SELECT ($1::text)::jsonb::text",
+	} {
+		arg := "a\x00b"
+		if name == "NUL in jsonb" {
+			arg = `{"a":"\u0000"}`
+		}
+		tx := storetest.Tx(t)
+		err := store.MapError(tx.QueryRow(ctx, q, arg).Scan(&s), "memo")
+		pe, ok := problem.As(err)
+		require.True(t, ok, "%s: %v", name, err)
+		require.Equal(t, 422, pe.Status, name)
+		require.Equal(t, "memo", pe.Errors[0].Field, name)
+	}
+}
+
 func TestWithTxCommitAndCommitsThenReturnsTheError(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
