@@ -212,6 +212,7 @@ func TestServeRefusesBadSettingsNamingThem(t *testing.T) {
 	t.Parallel()
 	for key, val := range map[string]string{
 		"INVOICED_DB_MAX_CONNS":              "zero",
+		"INVOICED_BODY_LIMIT":                "abc",
 		"INVOICED_NUMBER_PREFIX":             "inv-",
 		"INVOICED_APPROVAL_PENDING_TTL":      "3 days",
 		"INVOICED_APPROVAL_QUORUM_THRESHOLD": "10000.00",

@@ -15,6 +15,7 @@ import (
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/web"
+	"github.com/labstack/gommon/bytes"
 )
 
 // config is everything serve reads from the environment.
@@ -31,6 +32,10 @@ func loadConfig(e env) (config, error) {
 	c := config{DatabaseURL: e.get("DATABASE_URL", ""), HTTP: server.DefaultConfig()}
 	c.HTTP.Addr = e.get("INVOICED_ADDR", c.HTTP.Addr)
 	c.HTTP.BodyLimit = e.get("INVOICED_BODY_LIMIT", c.HTTP.BodyLimit)
+	// Echo panics on a limit it cannot parse; refuse it here, by name.
+	if n, err := bytes.Parse(c.HTTP.BodyLimit); err != nil || n < 1 {
+		return c, fmt.Errorf("INVOICED_BODY_LIMIT must be a size such as 1M or 512K, not %q", c.HTTP.BodyLimit)
+	}
 	c.HTTP.TrustProxyHeaders = e.get("INVOICED_TRUST_PROXY_HEADERS", "") == "true"
 	if v := e.get("INVOICED_DB_MAX_CONNS", ""); v != "" {
 		n, err := strconv.ParseInt(v, 10, 32)
