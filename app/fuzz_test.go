@@ -1,0 +1,580 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/app"
+	"github.com/invoiced/invoiced/app/apptest"
+	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/openapi"
+	"github.com/invoiced/invoiced/server"
+	"github.com/invoiced/invoiced/steploop/model"
+	"github.com/stretchr/testify/require"
+)
+
+// idKind says what a route's path parameter names, so that a fuzz input can
+// either aim at a real resource (and reach the handler's deeper checks) or
+// send a fuzzed string.
+type idKind int
+
+const (
+	idNone idKind = iota
+	idCustomer
+	idInvoice
+	idApproval
+	idConversation
+	idCapability
+	idStatic
+)
+
+// fuzzRoute is one route of openapi/openapi.yaml; "{}" marks the path
+// parameter.
+type fuzzRoute struct {
+	method string
+	path   string
+	id     idKind
+}
+
+// fuzzRoutes is every route of openapi/openapi.yaml (TestFuzzRoutesCoverOpenAPI
+// keeps the two in step).
+var fuzzRoutes = []fuzzRoute{
+	{"GET", "/healthz", idNone},
+	{"GET", "/readyz", idNone},
+	{"GET", "/metrics", idNone},
+	{"GET", "/openapi.json", idNone},
+	{"GET", "/v1/me", idNone},
+	{"GET", "/v1/customers", idNone},
+	{"POST", "/v1/customers", idNone},
+	{"GET", "/v1/customers/{}", idCustomer},
+	{"PATCH", "/v1/customers/{}", idCustomer},
+	{"GET", "/v1/invoices", idNone},
+	{"POST", "/v1/invoices", idNone},
+	{"GET", "/v1/invoices/{}", idInvoice},
+	{"PATCH", "/v1/invoices/{}", idInvoice},
+	{"DELETE", "/v1/invoices/{}", idInvoice},
+	{"POST", "/v1/invoices/{}/issue", idInvoice},
+	{"POST", "/v1/invoices/{}/void", idInvoice},
+	{"POST", "/v1/invoices/{}/mark-paid", idInvoice},
+	{"GET", "/v1/capabilities", idNone},
+	{"POST", "/v1/capabilities/{}/invoke", idCapability},
+	{"GET", "/v1/approvals", idNone},
+	{"GET", "/v1/approvals/events", idNone},
+	{"GET", "/v1/approvals/{}", idApproval},
+	{"POST", "/v1/approvals/{}/approve", idApproval},
+	{"POST", "/v1/approvals/{}/deny", idApproval},
+	{"POST", "/v1/approvals/{}/cancel", idApproval},
+	{"POST", "/v1/chat", idNone},
+	{"GET", "/v1/conversations/{}", idConversation},
+	{"GET", "/", idNone},
+	{"GET", "/login", idNone},
+	{"POST", "/login", idNone},
+	{"POST", "/logout", idNone},
+	{"GET", "/inbox", idNone},
+	{"GET", "/approvals/{}", idApproval},
+	{"POST", "/approvals/{}/approve", idApproval},
+	{"POST", "/approvals/{}/deny", idApproval},
+	{"GET", "/invoices", idNone},
+	{"GET", "/invoices/{}", idInvoice},
+	{"GET", "/static/{}", idStatic},
+}
+
+// fuzzInput is one fuzzed request.
+type fuzzInput struct {
+	route       uint8
+	role        uint8 // 0 admin, 1 clerk, 2 approver, 3 none, 4+ a bogus token
+	idSel       uint8 // 0 the real resource, 1 pathArg escaped, 2+ pathArg raw
+	pathArg     string
+	query       string
+	body        []byte
+	contentType string
+	ifMatch     string
+	idemKey     string
+}
+
+// fuzzEnv is the service under fuzz with a few real resources to aim at.
+type fuzzEnv struct {
+	h         *apptest.Harness
+	tokens    []string
+	customer  string
+	invoice   string
+	approval  string
+	conv      string
+	capNames  []string
+	client    *http.Client
+	stackLike *regexp.Regexp
+}
+
+// fuzzSetup starts the whole service once and creates a customer, a draft,
+// a denied approval and a conversation.
+func fuzzSetup(t testing.TB) *fuzzEnv {
+	t.Helper()
+	sc, err := model.NewScripted(model.Script{Default: []model.ScriptStep{{Text: "I can list, draft and issue invoices."}}})
+	require.NoError(t, err)
+	h := apptest.New(t, apptest.Options{Config: app.Config{Model: sc}})
+	_, admin := h.User(t, "fz-admin", identity.RoleAdmin)
+	_, clerk := h.User(t, "fz-clerk", identity.RoleClerk)
+	_, approver := h.User(t, "fz-approver", identity.RoleApprover)
+	env := &fuzzEnv{
+		h:      h,
+		tokens: []string{admin, clerk, approver},
+		client: &http.Client{
+			Timeout:       10 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		// A Go stack trace or a source path: what a leaked panic or error looks like.
+		stackLike: regexp.MustCompile(`goroutine \d+ \[|\.go:\d+|panic\(|runtime error|/usr/local/go/|/go/pkg/mod/`),
+	}
+
+	var cust struct{ ID string }
+	resp := h.Do(t, "POST", "/v1/customers", clerk, map[string]any{"name": "Fuzz Ltd", "currency": "EUR", "email": "ap@fuzz.example"})
+	require.Equal(t, 201, resp.StatusCode, string(resp.Body))
+	resp.JSON(t, &cust)
+	env.customer = cust.ID
+
+	var inv struct{ ID string }
+	resp = h.Do(t, "POST", "/v1/invoices", clerk, map[string]any{"customer_id": cust.ID, "memo": "fuzz",
+		"lines": []any{map[string]any{"description": "Work", "quantity": 2, "unit_amount": 1500, "tax_rate_bps": 2000}}})
+	require.Equal(t, 201, resp.StatusCode, string(resp.Body))
+	resp.JSON(t, &inv)
+	env.invoice = inv.ID
+
+	resp = h.Do(t, "POST", "/v1/invoices/"+inv.ID+"/issue", clerk, nil)
+	require.Equal(t, 403, resp.StatusCode, string(resp.Body))
+	env.approval, _ = resp.Problem(t)["approval_id"].(string)
+	require.NotEmpty(t, env.approval)
+	// Denied: closed, so a long poll on it (?wait=) answers at once.
+	resp = h.Do(t, "POST", "/v1/approvals/"+env.approval+"/deny", approver, `{"reason":"fuzz"}`)
+	require.Equal(t, 200, resp.StatusCode, string(resp.Body))
+
+	env.conv = "fuzz-conv"
+	resp = h.Do(t, "POST", "/v1/chat", clerk, map[string]any{"id": env.conv, "trigger": "submit-message",
+		"messages": []any{map[string]any{"id": "u1", "role": "user", "parts": []any{map[string]any{"type": "text", "text": "hello"}}}}})
+	require.Equal(t, 200, resp.StatusCode, string(resp.Body))
+
+	var caps struct {
+		Data []struct{ Name string } `json:"data"`
+	}
+	resp = h.Do(t, "GET", "/v1/capabilities", admin, nil)
+	require.Equal(t, 200, resp.StatusCode, string(resp.Body))
+	resp.JSON(t, &caps)
+	for _, c := range caps.Data {
+		env.capNames = append(env.capNames, c.Name)
+	}
+	require.NotEmpty(t, env.capNames)
+	return env
+}
+
+// fingerprint summarises every row a refused request must not write, the
+// approval requests and the audit log after a "#". It leaves out what
+// refusals write by design: tokens' last use, the sign-in throttle.
+func (env *fuzzEnv) fingerprint(t testing.TB) string {
+	t.Helper()
+	var fp string
+	err := env.h.Pool.QueryRow(context.Background(), `SELECT concat_ws('|',
+		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM customers),
+		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM invoices),
+		(SELECT count(*) FROM invoice_lines),
+		(SELECT count(*) FROM idempotency_keys),
+		(SELECT count(*) FROM approval_decisions),
+		(SELECT count(*) FROM confirmations),
+		(SELECT count(*) FROM conversation_messages),
+		(SELECT count(*) FROM web_sessions)) || '#' || concat_ws('|',
+		(SELECT count(*) FROM audit_events),
+		(SELECT count(*) || ':' || count(*) FILTER (WHERE status IN ('pending', 'approved')) FROM approval_requests))`).Scan(&fp)
+	require.NoError(t, err)
+	return fp
+}
+
+// pathFor builds the request path of in.
+func (env *fuzzEnv) pathFor(r fuzzRoute, in fuzzInput) string {
+	if r.id == idNone {
+		return r.path
+	}
+	var arg string
+	switch {
+	case in.idSel == 0:
+		switch r.id {
+		case idCustomer:
+			arg = env.customer
+		case idInvoice:
+			arg = env.invoice
+		case idApproval:
+			arg = env.approval
+		case idConversation:
+			arg = env.conv
+		case idCapability:
+			h := fnv.New32a()
+			_, _ = h.Write([]byte(in.pathArg))
+			arg = env.capNames[int(h.Sum32()%uint32(len(env.capNames)))]
+		case idStatic:
+			arg = "app.css"
+		}
+	case in.idSel == 1:
+		arg = url.PathEscape(in.pathArg)
+	default:
+		arg = in.pathArg
+	}
+	return strings.Replace(r.path, "{}", arg, 1)
+}
+
+// check sends in and asserts the robustness standard on the answer.
+func (env *fuzzEnv) check(t testing.TB, in fuzzInput) {
+	t.Helper()
+	r := fuzzRoutes[int(in.route)%len(fuzzRoutes)]
+	target := env.h.URL + env.pathFor(r, in)
+	if in.query != "" {
+		target += "?" + in.query
+	}
+	// Whitespace and control bytes in a request target are not HTTP: Go's
+	// server refuses them (400 text/plain) before any handler runs.
+	if strings.ContainsFunc(target, func(c rune) bool { return c <= ' ' || c == 0x7f }) {
+		return
+	}
+	var body io.Reader
+	if in.body != nil {
+		body = bytes.NewReader(in.body)
+	}
+	req, err := http.NewRequest(r.method, target, body)
+	if err != nil {
+		return // not a request a client can send
+	}
+	switch {
+	case int(in.role) < len(env.tokens):
+		req.Header.Set("Authorization", "Bearer "+env.tokens[in.role])
+	case in.role == 3:
+	default:
+		req.Header.Set("Authorization", "Bearer inv_"+strings.Repeat("A", 43))
+	}
+	for k, v := range map[string]string{"Content-Type": in.contentType, "If-Match": in.ifMatch, "Idempotency-Key": in.idemKey} {
+		if v != "" {
+			req.Header.Set(k, v)
+		}
+	}
+	before := env.fingerprint(t)
+	resp, err := env.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) && ue.Timeout() {
+			t.Fatalf("%s %s: no answer within 10 s", r.method, req.URL)
+		}
+		return // the client refused to send it (e.g. a header with a newline)
+	}
+	defer resp.Body.Close()
+	ct := resp.Header.Get("Content-Type")
+	var got []byte
+	if !strings.HasPrefix(ct, "text/event-stream") || r.path == "/v1/chat" {
+		got, err = io.ReadAll(resp.Body)
+		require.NoError(t, err)
+	}
+	what := r.method + " " + req.URL.String()
+
+	require.Less(t, resp.StatusCode, 500, "%s: %s", what, got)
+	sent := in.pathArg + in.query + string(in.body) + in.contentType + in.ifMatch + in.idemKey
+	if m := env.stackLike.Find(got); m != nil && !strings.Contains(sent, string(m)) {
+		t.Fatalf("%s: the body leaks %q: %s", what, m, got)
+	}
+	if resp.StatusCode < 400 {
+		return
+	}
+	// The inbox's pages answer in HTML by design (DESIGN.md §6); everything
+	// under /v1 answers problems.
+	if strings.HasPrefix(req.URL.Path, "/v1/") {
+		require.Equal(t, server.ProblemContentType, ct, "%s: %d %s", what, resp.StatusCode, got)
+		var p map[string]any
+		require.NoError(t, json.Unmarshal(got, &p), "%s: %s", what, got)
+		code, _ := p["code"].(string)
+		require.NotEmpty(t, code, "%s: problem without a code: %s", what, got)
+		require.EqualValues(t, resp.StatusCode, p["status"], "%s: %s", what, got)
+		if code == "VALIDATION_FAILED" {
+			errs, _ := p["errors"].([]any)
+			require.NotEmpty(t, errs, "%s: VALIDATION_FAILED without errors[]: %s", what, got)
+			for _, e := range errs {
+				f, _ := e.(map[string]any)
+				_, ok := f["field"].(string)
+				require.True(t, ok, "%s: an error without a field: %s", what, got)
+			}
+		}
+		switch code {
+		case "APPROVAL_REQUIRED", "APPROVAL_STALE", "APPROVAL_EXPIRED":
+			// Refusals that record a request for an approver, or close a
+			// stale or lapsed one, in the approval tables and the audit
+			// log by design; nothing else may change.
+			after := env.fingerprint(t)
+			require.Equal(t, strings.Split(before, "#")[0], strings.Split(after, "#")[0], "%s: a refused request (%d) wrote: %s", what, resp.StatusCode, got)
+			return
+		}
+	}
+	require.Equal(t, before, env.fingerprint(t), "%s: a refused request (%d) wrote: %s", what, resp.StatusCode, got)
+}
+
+// fuzzSeeds are meaningful starting points: valid requests to each route
+// and valid bodies with one field broken.
+func fuzzSeeds() []fuzzInput {
+	routeIdx := func(method, path string) uint8 {
+		for i, r := range fuzzRoutes {
+			if r.method == method && r.path == path {
+				return uint8(i)
+			}
+		}
+		panic("no route " + method + " " + path)
+	}
+	var seeds []fuzzInput
+	for i := range fuzzRoutes {
+		seeds = append(seeds, fuzzInput{route: uint8(i), role: 0}, fuzzInput{route: uint8(i), role: 1, idSel: 1, pathArg: "not-a-uuid"})
+	}
+	add := func(method, path string, role uint8, query, body string) {
+		seeds = append(seeds, fuzzInput{route: routeIdx(method, path), role: role, query: query, body: []byte(body), contentType: "application/json"})
+	}
+	const line = `{"description":"Work","quantity":1,"unit_amount":100,"tax_rate_bps":0}`
+	for _, b := range []string{
+		`{"name":"Acme","currency":"EUR","email":"a@b.example"}`,
+		`{"name":"","currency":"EUR"}`,
+		`{"name":"Acme","currency":"eur"}`,
+		`{"name":"Acme","currency":"XXX1"}`,
+		`{"name":"Acme","currency":"EUR","email":"not-an-email"}`,
+		`{"name":123,"currency":"EUR"}`,
+		`{"name":null,"currency":null,"email":null}`,
+		`{"name":"Acme","currency":"EUR","extra":1}`,
+		`{"name":"Acme","name":"Dup","currency":"EUR"}`,
+		`[{"name":"Acme","currency":"EUR"}]`,
+		`{"name":"Acme","currency":"EUR"}{}`,
+		"{\"name\":\"A\x00cme\",\"currency\":\"EUR\"}",
+		"{\"name\":\"\xff\xfe\",\"currency\":\"EUR\"}",
+	} {
+		add("POST", "/v1/customers", 1, "", b)
+		add("PATCH", "/v1/customers/{}", 1, "", b)
+	}
+	for _, b := range []string{
+		`{"customer_id":"%C","lines":[` + line + `]}`,
+		`{"customer_id":"%C","lines":[{"description":"Work","quantity":0,"unit_amount":100}]}`,
+		`{"customer_id":"%C","lines":[{"description":"Work","quantity":1,"unit_amount":-1}]}`,
+		`{"customer_id":"%C","lines":[{"description":"Work","quantity":9223372036854775807,"unit_amount":9223372036854775807}]}`,
+		`{"customer_id":"%C","lines":[{"description":"Work","quantity":1e400,"unit_amount":1}]}`,
+		`{"customer_id":"%C","lines":[{"description":"Work","quantity":1.5,"unit_amount":1}]}`,
+		`{"customer_id":"%C","lines":[{"description":"Work","quantity":1,"unit_amount":1,"tax_rate_bps":10001}]}`,
+		`{"customer_id":"%C","due_date":"2026-02-30"}`,
+		`{"customer_id":"%C","due_date":"99999-01-01"}`,
+		`{"customer_id":"%C","currency":"ZZZ"}`,
+		`{"customer_id":"00000000-0000-0000-0000-000000000000"}`,
+		`{"customer_id":"not-a-uuid"}`,
+		`{"customer_id":null,"lines":null,"memo":null,"due_date":null,"currency":null}`,
+		`{"customer_id":"%C","lines":{}}`,
+		`{"customer_id":"%C","lines":[null]}`,
+		`{"customer_id":"%C","lines":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
+	} {
+		add("POST", "/v1/invoices", 1, "", b)
+		add("PATCH", "/v1/invoices/{}", 1, "", b)
+	}
+	for _, q := range []string{"limit=0", "limit=101", "limit=-1", "limit=99999999999999999999", "limit=abc", "cursor=abc",
+		"cursor=eyJ4IjoxfQ", "status=bogus", "status=draft&limit=1", "created_after=yesterday", "created_after=2026-01-01T00:00:00Z",
+		"created_before=0000-00-00", "customer_id=nope", "number=%00", "limit=1&limit=2", "wait=30s", "wait=-1s", "wait=1000h", "wait=x"} {
+		for _, p := range []string{"/v1/customers", "/v1/invoices", "/v1/approvals"} {
+			add("GET", p, 0, q, "")
+		}
+		add("GET", "/v1/approvals/{}", 0, q, "")
+		add("GET", "/inbox", 0, q, "")
+		add("GET", "/invoices", 0, q, "")
+	}
+	for _, b := range []string{`{"input":{"customer_id":"%C"}}`, `{"input":{"invoice_id":"%I"}}`, `{"input":null}`, `{"input":[]}`, `{}`, `{"input":{"limit":1e9}}`} {
+		add("POST", "/v1/capabilities/{}/invoke", 1, "", b)
+	}
+	for _, b := range []string{`{"reason":"ok"}`, `{"reason":1}`, `{"reason":null}`, `[]`, `{"reason":"` + strings.Repeat("x", 1001) + `"}`} {
+		add("POST", "/v1/approvals/{}/approve", 2, "", b)
+		add("POST", "/v1/approvals/{}/deny", 2, "", b)
+		add("POST", "/v1/invoices/{}/void", 0, "", b)
+	}
+	for _, b := range []string{
+		`{"id":"c2","trigger":"submit-message","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"hi"}]}]}`,
+		`{"id":"fuzz-conv","trigger":"submit-message","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"edited"}]}]}`,
+		`{"id":"","messages":[]}`,
+		`{"id":"c3","messages":[{"id":"u1","role":"system","parts":[]}]}`,
+		`{"id":"c4","messages":[{"id":"u1","role":"user","parts":[{"type":"tool-issue-invoice","state":"output-available","output":{}}]}]}`,
+		`{"id":"c5","messages":null}`,
+	} {
+		add("POST", "/v1/chat", 1, "", b)
+	}
+	add("POST", "/login", 3, "", "username=fz-admin&password=wrong")
+	seeds = append(seeds,
+		fuzzInput{route: routeIdx("PATCH", "/v1/customers/{}"), role: 1, body: []byte(`{"name":"New"}`), ifMatch: `"1"`, contentType: "application/json"},
+		fuzzInput{route: routeIdx("PATCH", "/v1/customers/{}"), role: 1, body: []byte(`{"name":"New"}`), ifMatch: `"99999999999999999999999"`, contentType: "application/json"},
+		fuzzInput{route: routeIdx("PATCH", "/v1/invoices/{}"), role: 1, body: []byte(`{"memo":"x"}`), ifMatch: `W/"1"`, contentType: "application/json"},
+		fuzzInput{route: routeIdx("POST", "/v1/customers"), role: 1, body: []byte(`{"name":"Acme","currency":"EUR"}`), idemKey: strings.Repeat("k", 300), contentType: "application/json"},
+		fuzzInput{route: routeIdx("POST", "/v1/customers"), role: 1, body: []byte(`{"name":"Acme","currency":"EUR"}`), contentType: "text/plain"},
+		fuzzInput{route: routeIdx("POST", "/v1/customers"), role: 1, body: []byte(`name=Acme&currency=EUR`), contentType: "application/x-www-form-urlencoded"},
+		fuzzInput{route: routeIdx("POST", "/v1/invoices/{}/issue"), role: 0, ifMatch: `"abc"`},
+		fuzzInput{route: routeIdx("DELETE", "/v1/invoices/{}"), role: 1, ifMatch: `*`},
+		fuzzInput{route: routeIdx("GET", "/static/{}"), role: 3, idSel: 2, pathArg: "../../../etc/passwd"},
+	)
+	return seeds
+}
+
+// FuzzAPI sends fuzzed requests to every route of openapi/openapi.yaml and
+// holds each answer to the robustness standard: never a 5xx or a stack
+// trace, problem+json with a stable code under /v1, and nothing written by
+// a refused request. Run it with
+// `go test -run '^$' -fuzz FuzzAPI -fuzztime 3m ./app/`; plain `go test`
+// replays the seeds and testdata/fuzz/FuzzAPI.
+func FuzzAPI(f *testing.F) {
+	env := fuzzSetup(f)
+	for _, s := range fuzzSeeds() {
+		body := bytes.ReplaceAll(s.body, []byte("%C"), []byte(env.customer))
+		body = bytes.ReplaceAll(body, []byte("%I"), []byte(env.invoice))
+		f.Add(s.route, s.role, s.idSel, s.pathArg, s.query, body, s.contentType, s.ifMatch, s.idemKey)
+	}
+	f.Fuzz(func(t *testing.T, route, role, idSel uint8, pathArg, query string, body []byte, contentType, ifMatch, idemKey string) {
+		env.check(t, fuzzInput{route: route, role: role, idSel: idSel, pathArg: pathArg, query: query,
+			body: body, contentType: contentType, ifMatch: ifMatch, idemKey: idemKey})
+	})
+}
+
+func TestFuzzRoutesCoverOpenAPI(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.Document()
+	require.NoError(t, err)
+	var want, got []string
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			want = append(want, method+" "+paramRE.ReplaceAllString(path, "{}"))
+		}
+	}
+	for _, r := range fuzzRoutes {
+		got = append(got, r.method+" "+r.path)
+	}
+	require.ElementsMatch(t, want, got)
+}
+
+var paramRE = regexp.MustCompile(`\{[^}]+\}`)
+
+// TestNastyRequests sends deliberately hostile requests and checks each
+// refusal names its code (and field, where one is to blame), on top of
+// everything FuzzAPI checks.
+func TestNastyRequests(t *testing.T) {
+	t.Parallel()
+	env := fuzzSetup(t)
+	// A pending approval, for decisions that get as far as the reason.
+	var inv struct{ ID string }
+	resp := env.h.Do(t, "POST", "/v1/invoices", env.tokens[1], map[string]any{"customer_id": env.customer,
+		"lines": []any{map[string]any{"description": "More work", "quantity": 1, "unit_amount": 100}}})
+	require.Equal(t, 201, resp.StatusCode, string(resp.Body))
+	resp.JSON(t, &inv)
+	resp = env.h.Do(t, "POST", "/v1/invoices/"+inv.ID+"/issue", env.tokens[1], nil)
+	require.Equal(t, 403, resp.StatusCode, string(resp.Body))
+	pending, _ := resp.Problem(t)["approval_id"].(string)
+	deep := strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)
+	const line = `"lines":[{"description":"Work","quantity":%s,"unit_amount":%s}]`
+	lines := func(q, a string) string { return fmt.Sprintf(line, q, a) }
+	cases := []struct {
+		name         string
+		method, path string
+		role         uint8
+		query        string
+		body         string
+		status       int
+		code, field  string
+	}{
+		{"huge quantity", "POST", "/v1/invoices", 1, "", `{"customer_id":"%C",` + lines("99999999999999999999999", "1") + `}`, 422, "VALIDATION_FAILED", "lines.0.quantity"},
+		{"quantity beyond float64", "POST", "/v1/invoices", 1, "", `{"customer_id":"%C",` + lines("1e400", "1") + `}`, 422, "VALIDATION_FAILED", "lines.0.quantity"},
+		{"amount overflows int64 when multiplied", "POST", "/v1/invoices", 1, "", `{"customer_id":"%C",` + lines("9007199254740991", "9007199254740991") + `}`, 422, "", ""},
+		{"fractional quantity", "POST", "/v1/invoices", 1, "", `{"customer_id":"%C",` + lines("1.5", "1") + `}`, 422, "VALIDATION_FAILED", "lines.0.quantity"},
+		{"huge limit", "GET", "/v1/invoices", 0, "limit=99999999999999999999", "", 422, "VALIDATION_FAILED", "limit"},
+		{"deeply nested body", "POST", "/v1/customers", 1, "", deep, 400, "", ""},
+		{"deeply nested field", "POST", "/v1/customers", 1, "", `{"name":` + deep + `,"currency":"EUR"}`, 400, "", ""},
+		{"NUL in customer name", "POST", "/v1/customers", 1, "", `{"name":"A\u0000cme","currency":"EUR"}`, 422, "VALIDATION_FAILED", "name"},
+		{"NUL in customer email", "PATCH", "/v1/customers/%C", 1, "", `{"email":"a\u0000@b.example"}`, 422, "VALIDATION_FAILED", "email"},
+		{"NUL in memo", "PATCH", "/v1/invoices/%I", 1, "", `{"memo":"\u0000"}`, 422, "VALIDATION_FAILED", "memo"},
+		{"NUL in line description", "POST", "/v1/invoices", 1, "", `{"customer_id":"%C","lines":[{"description":"W\u0000","quantity":1,"unit_amount":1}]}`, 422, "VALIDATION_FAILED", "lines.0.description"},
+		{"NUL in a number filter", "GET", "/v1/invoices", 0, "number=%00", "", 422, "VALIDATION_FAILED", "number"},
+		{"NUL in a cursor", "GET", "/v1/customers", 0, "cursor=%00", "", 422, "", ""},
+		{"NUL in a status filter", "GET", "/v1/approvals", 0, "status=%00", "", 422, "VALIDATION_FAILED", "status"},
+		{"NUL in a decision reason", "POST", "/v1/approvals/%P/deny", 2, "", `{"reason":"no\u0000"}`, 422, "VALIDATION_FAILED", "reason"},
+		{"NUL in a void reason", "POST", "/v1/invoices/%I/void", 0, "", `{"reason":"\u0000"}`, 422, "VALIDATION_FAILED", "reason"},
+		{"NUL in a chat message", "POST", "/v1/chat", 1, "", `{"id":"nul-chat","trigger":"submit-message","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"hi\u0000"}]}]}`, 422, "VALIDATION_FAILED", ""},
+		{"NUL in a chat id", "POST", "/v1/chat", 1, "", `{"id":"c\u0000","trigger":"submit-message","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"hi"}]}]}`, 422, "VALIDATION_FAILED", "id"},
+		{"NUL in a conversation path", "GET", "/v1/conversations/a%00b", 1, "", "", 404, "NOT_FOUND", ""},
+		{"NUL in an id path", "GET", "/v1/invoices/%00", 1, "", "", 404, "NOT_FOUND", ""},
+		{"NUL in a capability input", "POST", "/v1/capabilities/list-invoices/invoke", 1, "", `{"input":{"number":"\u0000"}}`, 422, "VALIDATION_FAILED", "number"},
+		{"invalid UTF-8 in body", "POST", "/v1/customers", 1, "", "{\"name\":\"\xff\xfe\",\"currency\":\"EUR\"}", 422, "VALIDATION_FAILED", "name"},
+		{"invalid UTF-8 in reason", "POST", "/v1/approvals/%P/approve", 2, "", "{\"reason\":\"\xff\"}", 422, "VALIDATION_FAILED", "reason"},
+		{"invalid UTF-8 in query", "GET", "/v1/invoices", 0, "number=%ff%fe", "", 422, "VALIDATION_FAILED", "number"},
+		{"invalid UTF-8 in path", "GET", "/v1/customers/%ff", 0, "", "", 404, "NOT_FOUND", ""},
+		{"invalid UTF-8 in capability name", "POST", "/v1/capabilities/%ff/invoke", 0, "", `{"input":{}}`, 404, "", ""},
+		{"duplicate keys", "POST", "/v1/customers", 1, "", `{"name":"Acme","name":"Evil","currency":"EUR"}`, 422, "VALIDATION_FAILED", "name"},
+		{"duplicate keys in capability input", "POST", "/v1/capabilities/create-customer/invoke", 1, "", `{"input":{"name":"Acme","name":"Evil","currency":"EUR"}}`, 422, "VALIDATION_FAILED", "name"},
+		{"null customer fields", "POST", "/v1/customers", 1, "", `{"name":null,"email":null,"currency":null}`, 422, "VALIDATION_FAILED", ""},
+		{"null draft fields", "POST", "/v1/invoices", 1, "", `{"customer_id":null,"currency":null,"due_date":null,"memo":null,"lines":null}`, 422, "VALIDATION_FAILED", ""},
+		{"null patch fields", "PATCH", "/v1/invoices/%I", 1, "", `{"customer_id":null,"currency":null,"memo":null,"lines":null}`, 422, "VALIDATION_FAILED", ""},
+		{"null line fields", "POST", "/v1/invoices", 1, "", `{"customer_id":"%C","lines":[{"description":null,"quantity":null,"unit_amount":null,"tax_rate_bps":null}]}`, 422, "VALIDATION_FAILED", ""},
+		{"null body", "POST", "/v1/customers", 1, "", `null`, 422, "VALIDATION_FAILED", ""},
+		{"null reason", "POST", "/v1/approvals/%P/deny", 2, "", `{"reason":null}`, 422, "VALIDATION_FAILED", "reason"},
+		{"null chat", "POST", "/v1/chat", 1, "", `{"id":null,"messages":null}`, 422, "VALIDATION_FAILED", ""},
+		{"array body", "POST", "/v1/customers", 1, "", `[{"name":"Acme","currency":"EUR"}]`, 422, "VALIDATION_FAILED", ""},
+		{"array for lines item", "POST", "/v1/invoices", 1, "", `{"customer_id":"%C","lines":[[]]}`, 422, "VALIDATION_FAILED", "lines.0"},
+		{"array for capability input", "POST", "/v1/capabilities/create-customer/invoke", 1, "", `{"input":[]}`, 422, "VALIDATION_FAILED", ""},
+		{"array reason body", "POST", "/v1/approvals/%P/deny", 2, "", `[]`, 422, "VALIDATION_FAILED", ""},
+		{"array chat message", "POST", "/v1/chat", 1, "", `{"id":"arr","messages":[[]]}`, 422, "VALIDATION_FAILED", ""},
+		{"string for object", "PATCH", "/v1/customers/%C", 1, "", `"name"`, 422, "VALIDATION_FAILED", ""},
+		{"trailing garbage", "POST", "/v1/customers", 1, "", `{"name":"Acme","currency":"EUR"} x`, 400, "MALFORMED_JSON", ""},
+		{"huge If-Match", "PATCH", "/v1/customers/%C", 1, "", `{"name":"X"}`, 412, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sub := func(s string) string {
+				return strings.NewReplacer("%C", env.customer, "%I", env.invoice, "%A", env.approval, "%P", pending).Replace(s)
+			}
+			path, body := sub(tc.path), sub(tc.body)
+			target := env.h.URL + path
+			if tc.query != "" {
+				target += "?" + tc.query
+			}
+			req, err := http.NewRequest(tc.method, target, strings.NewReader(body))
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+env.tokens[tc.role])
+			req.Header.Set("Content-Type", "application/json")
+			if tc.name == "huge If-Match" {
+				req.Header.Set("If-Match", `"`+strings.Repeat("9", 4000)+`"`)
+			}
+			before := env.fingerprint(t)
+			resp, err := env.client.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			got, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.Equal(t, tc.status, resp.StatusCode, "%s", got)
+			require.Equal(t, server.ProblemContentType, resp.Header.Get("Content-Type"), "%s", got)
+			var p struct {
+				Code   string `json:"code"`
+				Status int    `json:"status"`
+				Errors []struct {
+					Field string `json:"field"`
+				} `json:"errors"`
+			}
+			require.NoError(t, json.Unmarshal(got, &p))
+			require.Equal(t, tc.status, p.Status, "%s", got)
+			require.NotEmpty(t, p.Code, "%s", got)
+			if tc.code != "" {
+				require.Equal(t, tc.code, p.Code, "%s", got)
+			}
+			if tc.field != "" {
+				var fields []string
+				for _, e := range p.Errors {
+					fields = append(fields, e.Field)
+				}
+				require.Contains(t, fields, tc.field, "%s", got)
+			}
+			require.Nil(t, env.stackLike.Find(got), "%s", got)
+			require.Equal(t, before, env.fingerprint(t), "a refused request wrote: %s", got)
+		})
+	}
+}
