@@ -112,7 +112,7 @@ const CodeUnknownCapability = "UNKNOWN_CAPABILITY"
 var maxSafeInteger = big.NewFloat(9007199254740991)
 
 // Prepare validates raw input against the capability's schema, applies
-// schema defaults, and returns the Call with its effective input in
+// schema defaults and normalisation (lowercase UUIDs), and returns the Call with its effective input in
 // canonical form and its hash. Principal, Via and IfMatch are the caller's
 // to fill. Refusals are 422 VALIDATION_FAILED naming each field.
 func (r *Registry) Prepare(name string, raw json.RawMessage) (Call, error) {
@@ -144,7 +144,7 @@ func (r *Registry) Prepare(name string, raw json.RawMessage) (Call, error) {
 	if f := unsafeNumber(v, ""); f != "" {
 		return Call{}, problem.Invalid(f, "must be an integer between -9007199254740991 and 9007199254740991")
 	}
-	applyDefaults(e.schemaDoc, v)
+	v = normalize(e.schemaDoc, v)
 	b, err := json.Marshal(v)
 	if err != nil {
 		return Call{}, fmt.Errorf("marshal input: %w", err)
@@ -349,28 +349,35 @@ func nulField(v any, path string) string {
 	return ""
 }
 
-// applyDefaults fills absent object properties from their schema's
-// "default", recursing into objects and array items. It follows only
-// inline "properties"/"items", which is all our schemas use.
-func applyDefaults(schema any, v any) {
+// normalize fills absent object properties from their schema's "default"
+// and lowercases strings of "format": "uuid", recursing into objects and
+// array items, so that equal requests have one effective input (and one
+// approval) however the client spelled them. It follows only inline
+// "properties"/"items", which is all our schemas use.
+func normalize(schema any, v any) any {
 	s, ok := schema.(map[string]any)
 	if !ok {
-		return
+		return v
 	}
 	switch t := v.(type) {
+	case string:
+		if s["format"] == "uuid" {
+			return strings.ToLower(t)
+		}
 	case map[string]any:
 		props, _ := s["properties"].(map[string]any)
 		for name, ps := range props {
 			psm, _ := ps.(map[string]any)
 			if cur, present := t[name]; present {
-				applyDefaults(psm, cur)
+				t[name] = normalize(psm, cur)
 			} else if d, has := psm["default"]; has {
 				t[name] = d
 			}
 		}
 	case []any:
-		for _, x := range t {
-			applyDefaults(s["items"], x)
+		for i, x := range t {
+			t[i] = normalize(s["items"], x)
 		}
 	}
+	return v
 }

@@ -48,6 +48,10 @@ func TestPrepareAppliesDefaultsAndCanonicalises(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, a.InputHash, b.InputHash, "explicit defaults and reordered keys give the same effective input")
 
+	upper, err := r.Prepare("get-thing", json.RawMessage(`{"invoice_id":"0190A5A0-0000-7000-8000-000000000001","lines":[{"description":"x"}]}`))
+	require.NoError(t, err)
+	require.Equal(t, a.InputHash, upper.InputHash, "a UUID spelled in capitals is the same target, so the same approval")
+
 	c, err := r.Prepare("get-thing", json.RawMessage(`{"limit": 21, "invoice_id":"0190a5a0-0000-7000-8000-000000000001", "lines":[{"quantity":1,"description":"x"}]}`))
 	require.NoError(t, err)
 	require.NotEqual(t, a.InputHash, c.InputHash)

@@ -5,6 +5,7 @@
 package invoices
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -118,6 +119,21 @@ func (d Date) String() string { return d.Format(time.DateOnly) }
 
 // MarshalJSON renders "YYYY-MM-DD".
 func (d Date) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+
+// UnmarshalJSON reads "YYYY-MM-DD", so stored snapshots decode back into
+// an Invoice.
+func (d *Date) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("date: %w", err)
+	}
+	parsed, err := ParseDate(s)
+	if err != nil {
+		return fmt.Errorf("date: %w", err)
+	}
+	*d = parsed
+	return nil
+}
 
 // Line is one line of an invoice. Amount is quantity × unit_amount and
 // TaxAmount is Amount × tax_rate_bps / 10000 rounded half-even, both in

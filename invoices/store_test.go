@@ -2,6 +2,7 @@ package invoices_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -258,4 +259,17 @@ func TestNumberSeriesPerPrefixAndYear(t *testing.T) {
 	require.Equal(t, "INV-2026-000002", issue("INV", y26))
 	require.Equal(t, "INV-2027-000001", issue("INV", y27))
 	require.Equal(t, "CRN-2026-000001", issue("CRN", y26))
+}
+
+func TestInvoiceJSONRoundTrips(t *testing.T) {
+	t.Parallel()
+	d, err := invoices.ParseDate("2027-01-31")
+	require.NoError(t, err)
+	in := invoices.Invoice{DueDate: &d, Currency: "EUR", Lines: []invoices.Line{{Description: "x", Quantity: 1, UnitAmount: 5}}}
+	b, err := json.Marshal(in)
+	require.NoError(t, err)
+	var out invoices.Invoice
+	require.NoError(t, json.Unmarshal(b, &out), "a stored snapshot decodes back into an Invoice")
+	require.Equal(t, "2027-01-31", out.DueDate.String())
+	require.Error(t, json.Unmarshal([]byte(`{"due_date":"31.01.2027"}`), &out))
 }
