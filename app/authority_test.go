@@ -6,6 +6,7 @@ package app_test
 // only an approver or admin other than the requester decides.
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -444,4 +445,49 @@ func TestAuthorityIdempotentReplayNeverSpendsTwice(t *testing.T) {
 	yid := refusedWith(t, r, http.StatusForbidden, approvals.CodeApprovalRequired)
 	require.NotEqual(t, aid, yid)
 	require.Equal(t, approvals.StatusPending, g.approval(t, yid).Status)
+}
+
+// TestIssuedInvoiceFreezesWhomItBills: renaming a customer after issue
+// changes neither the issued invoice's API representation nor what it
+// bills, and the SQL freeze refuses a raw rewrite of bill_to.
+func TestIssuedInvoiceFreezesWhomItBills(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := apptest.New(t, apptest.Options{})
+	_, clerk := h.User(t, "clerk-bt", identity.RoleClerk)
+	_, approver := h.User(t, "approver-bt", identity.RoleApprover)
+
+	r := h.Do(t, "POST", "/v1/customers", clerk, map[string]any{"name": "Acme", "email": "ap@acme.example", "currency": "EUR"})
+	require.Equal(t, 201, r.StatusCode, string(r.Body))
+	var cust struct{ ID string }
+	r.JSON(t, &cust)
+	r = h.Do(t, "POST", "/v1/invoices", clerk, map[string]any{"customer_id": cust.ID,
+		"lines": []map[string]any{{"description": "Work", "quantity": 1, "unit_amount": 1000, "tax_rate_bps": 0}}})
+	require.Equal(t, 201, r.StatusCode, string(r.Body))
+	var inv struct {
+		ID     string
+		BillTo *struct{ Name, Email string } `json:"bill_to"`
+	}
+	r.JSON(t, &inv)
+	require.Nil(t, inv.BillTo, "a draft bills its customer as it is now")
+
+	r = h.Do(t, "POST", "/v1/invoices/"+inv.ID+"/issue", clerk, nil)
+	require.Equal(t, 403, r.StatusCode, string(r.Body))
+	approvalID := r.Problem(t)["approval_id"].(string)
+	require.Equal(t, 200, h.Do(t, "POST", "/v1/approvals/"+approvalID+"/approve", approver, map[string]string{"reason": "ok"}).StatusCode)
+	r = h.Do(t, "POST", "/v1/invoices/"+inv.ID+"/issue", clerk, nil)
+	require.Equal(t, 200, r.StatusCode, string(r.Body))
+
+	r = h.Do(t, "PATCH", "/v1/customers/"+cust.ID, clerk, map[string]any{"name": "Mallory", "email": "pay@mallory.example"})
+	require.Equal(t, 200, r.StatusCode, string(r.Body))
+
+	r = h.Do(t, "GET", "/v1/invoices/"+inv.ID, clerk, nil)
+	require.Equal(t, 200, r.StatusCode)
+	r.JSON(t, &inv)
+	require.NotNil(t, inv.BillTo)
+	require.Equal(t, "Acme", inv.BillTo.Name)
+	require.Equal(t, "ap@acme.example", inv.BillTo.Email)
+
+	_, err := h.Pool.Exec(ctx, `UPDATE invoices SET bill_to = '{"name":"Mallory","email":"x"}' WHERE id = $1`, inv.ID)
+	require.ErrorContains(t, err, "frozen")
 }

@@ -166,6 +166,16 @@ type Invoice struct {
 	Version    int64      `json:"version"`
 	CreatedAt  time.Time  `json:"created_at"`
 	UpdatedAt  time.Time  `json:"updated_at"`
+	// BillTo is whom an issued invoice bills, frozen at issue; null for
+	// drafts, which bill their customer as it is now.
+	BillTo *BillTo `json:"bill_to"`
+}
+
+// BillTo is the customer's name and email as they were when the invoice
+// was issued.
+type BillTo struct {
+	Name  string `json:"name"`
+	Email string `json:"email"`
 }
 
 // ResourceVersion is the version the ETag carries.

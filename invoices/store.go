@@ -125,7 +125,7 @@ func CustomerList(ctx context.Context, db store.Executor, p Page) ([]*Customer, 
 // ---- invoices ----
 
 const invoiceColumns = `id, number, status, customer_id, currency, due_date, memo, subtotal, tax_total, total,
-	issued_at, voided_at, paid_at, version, created_at, updated_at`
+	issued_at, voided_at, paid_at, version, created_at, updated_at, bill_to`
 
 func scanInvoice(row pgx.Row) (*Invoice, error) {
 	var (
@@ -134,7 +134,7 @@ func scanInvoice(row pgx.Row) (*Invoice, error) {
 	)
 	if err := row.Scan(&inv.ID, &inv.Number, &inv.Status, &inv.CustomerID, &inv.Currency, &due, &inv.Memo,
 		&inv.Subtotal, &inv.TaxTotal, &inv.Total, &inv.IssuedAt, &inv.VoidedAt, &inv.PaidAt,
-		&inv.Version, &inv.CreatedAt, &inv.UpdatedAt); err != nil {
+		&inv.Version, &inv.CreatedAt, &inv.UpdatedAt, &inv.BillTo); err != nil {
 		return nil, err
 	}
 	if due != nil {
@@ -326,7 +326,8 @@ func InvoiceIssueTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, prefix string,
 		)
 		UPDATE invoices SET status = 'issued',
 			number = $5 || lpad(seq.last_seq::text, greatest(6, length(seq.last_seq::text)), '0'),
-			issued_at = $4, version = version + 1, updated_at = $4
+			issued_at = $4, version = version + 1, updated_at = $4,
+			bill_to = (SELECT jsonb_build_object('name', c.name, 'email', c.email) FROM customers c WHERE c.id = invoices.customer_id)
 		FROM seq
 		WHERE id = $1 AND status = 'draft'
 		RETURNING `+prefixed(invoiceColumns, "invoices."), id, prefix, at.Year(), at, fmt.Sprintf("%s-%d-", prefix, at.Year())))

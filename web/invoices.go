@@ -174,6 +174,12 @@ func (h *Handler) Invoice(c echo.Context, s *Session) error {
 	if err != nil {
 		return err
 	}
+	if inv.BillTo != nil {
+		// An issued invoice bills whom it billed when it was issued.
+		frozen := *cu
+		frozen.Name, frozen.Email = inv.BillTo.Name, inv.BillTo.Email
+		cu = &frozen
+	}
 	title := "Draft invoice"
 	if inv.Number != nil {
 		title = "Invoice " + *inv.Number
