@@ -6,5 +6,7 @@ bin=$1
 n=$(psql "$DATABASE_URL" -Atqc "SELECT count(*) FROM users")
 if [ "$n" = "0" ]; then
   "$bin" users create --username admin --role admin --display-name "First admin"
-  echo "Keep this token: it is not shown again. Try: curl -H 'Authorization: Bearer <token>' http://localhost:8080/v1/me"
+  addr=${INVOICED_ADDR:-:8080}
+  case "$addr" in :*) addr="localhost$addr" ;; esac
+  echo "Keep this token: it is not shown again. Try: curl -H 'Authorization: Bearer <token>' http://$addr/v1/me"
 fi

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"regexp"
 	"strconv"
 	"time"
@@ -31,6 +32,9 @@ var numberPrefixRE = regexp.MustCompile(`^[A-Z][A-Z0-9]{0,9}$`)
 func loadConfig(e env) (config, error) {
 	c := config{DatabaseURL: e.get("DATABASE_URL", ""), HTTP: server.DefaultConfig()}
 	c.HTTP.Addr = e.get("INVOICED_ADDR", c.HTTP.Addr)
+	if _, port, err := net.SplitHostPort(c.HTTP.Addr); err != nil || port == "" {
+		return c, fmt.Errorf("INVOICED_ADDR must be host:port or :port, not %q", c.HTTP.Addr)
+	}
 	c.HTTP.BodyLimit = e.get("INVOICED_BODY_LIMIT", c.HTTP.BodyLimit)
 	// Echo panics on a limit it cannot parse; refuse it here, by name.
 	if n, err := bytes.Parse(c.HTTP.BodyLimit); err != nil || n < 1 {
