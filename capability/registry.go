@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/server"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/message"
@@ -135,7 +136,7 @@ func (r *Registry) Prepare(name string, raw json.RawMessage) (Call, error) {
 	if f := nulField(v, ""); f != "" {
 		return Call{}, problem.Invalid(f, "must not contain the NUL character (U+0000)")
 	}
-	if err := DuplicateKeys(raw); err != nil {
+	if err := server.DuplicateKeys(raw); err != nil {
 		return Call{}, err
 	}
 	if err := e.schema.Validate(v); err != nil {
@@ -269,57 +270,6 @@ func invalidUTF8Field(v any, path string) string {
 		return "input"
 	}
 	return ""
-}
-
-// DuplicateKeys refuses JSON in which an object names a member twice, 422
-// naming it. Decoders disagree on which of the two wins (Go keeps the last,
-// others the first), so an approver could be shown other content than the
-// effect runs with; I-JSON (RFC 7493 §2.3) forbids them. raw must already
-// have parsed: a syntax error is left to the parser's answer.
-func DuplicateKeys(raw []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if f, err := duplicateKey(dec, ""); err == nil && f != "" {
-		return problem.Invalid(f, "appears twice in one object; send each field once")
-	}
-	return nil
-}
-
-// duplicateKey reads one value from dec and returns the path of its first
-// repeated member name, or "".
-func duplicateKey(dec *json.Decoder, path string) (string, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return "", err
-	}
-	switch tok {
-	case json.Delim('{'):
-		seen := map[string]bool{}
-		for dec.More() {
-			k, err := dec.Token()
-			if err != nil {
-				return "", err
-			}
-			name, _ := k.(string)
-			if seen[name] {
-				return join(path, name), nil
-			}
-			seen[name] = true
-			if f, err := duplicateKey(dec, join(path, name)); err != nil || f != "" {
-				return f, err
-			}
-		}
-	case json.Delim('['):
-		for i := 0; dec.More(); i++ {
-			if f, err := duplicateKey(dec, join(path, fmt.Sprint(i))); err != nil || f != "" {
-				return f, err
-			}
-		}
-	default:
-		return "", nil
-	}
-	_, err = dec.Token() // the closing delimiter
-	return "", err
 }
 
 // nulField returns the path of the first string or object key holding

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/server"
 	"github.com/labstack/echo/v4"
 )
 
@@ -41,7 +42,7 @@ func body(c echo.Context, key, id string) (json.RawMessage, error) {
 		return raw, nil //nolint:nilerr // Prepare reports it
 	}
 	// Before the map below folds a repeated member into one.
-	if err := capability.DuplicateKeys(raw); err != nil {
+	if err := server.DuplicateKeys(raw); err != nil {
 		return nil, err
 	}
 	if _, ok := obj[key]; ok {

@@ -65,6 +65,7 @@ func TestEveryErrorIsAProblem(t *testing.T) {
 		{"trailing garbage", "POST", "/things", `{"name":"x"} {}`, 400, "MALFORMED_JSON"},
 		{"unknown field", "POST", "/things", `{"name":"x","bogus":1}`, 422, "VALIDATION_FAILED"},
 		{"wrong type", "POST", "/things", `{"count":"many"}`, 422, "VALIDATION_FAILED"},
+		{"duplicate key", "POST", "/things", `{"name":"a","name":"b"}`, 422, "VALIDATION_FAILED"},
 		{"body over limit", "POST", "/things", `{"name":"` + strings.Repeat("x", 2000) + `"}`, 413, "BODY_TOO_LARGE"},
 		{"panic", "GET", "/panic", "", 500, "INTERNAL"},
 	}
