@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# Build stage: a static binary with the migrations embedded.
+# Build stage: a static binary with the migrations and web assets embedded.
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -8,10 +8,12 @@ COPY . .
 ARG VERSION=docker
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/invoiced ./cmd/invoiced
 
-# Run stage: no shell, no package manager, non-root.
-FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/invoiced /usr/local/bin/invoiced
+# Run stage: the binary, CA certificates (for a hosted model's TLS) and
+# nothing else; no shell, no package manager, not root.
+FROM scratch
+COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+COPY --from=build /out/invoiced /invoiced
 EXPOSE 8080
-USER nonroot:nonroot
-ENTRYPOINT ["/usr/local/bin/invoiced"]
+USER 65532:65532
+ENTRYPOINT ["/invoiced"]
 CMD ["serve"]
