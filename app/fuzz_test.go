@@ -511,7 +511,7 @@ func TestNastyRequests(t *testing.T) {
 		{"invalid UTF-8 in path", "GET", "/v1/customers/%ff", 0, "", "", 404, "NOT_FOUND", ""},
 		{"invalid UTF-8 in capability name", "POST", "/v1/capabilities/%ff/invoke", 0, "", `{"input":{}}`, 404, "", ""},
 		{"duplicate keys", "POST", "/v1/customers", 1, "", `{"name":"Acme","name":"Evil","currency":"EUR"}`, 422, "VALIDATION_FAILED", "name"},
-		{"duplicate keys in capability input", "POST", "/v1/capabilities/create-customer/invoke", 1, "", `{"input":{"name":"Acme","name":"Evil","currency":"EUR"}}`, 422, "VALIDATION_FAILED", "name"},
+		{"duplicate keys in capability input", "POST", "/v1/capabilities/create-customer/invoke", 1, "", `{"input":{"name":"Acme","name":"Evil","currency":"EUR"}}`, 422, "VALIDATION_FAILED", "input.name"}, // the path in the request body
 		{"null customer fields", "POST", "/v1/customers", 1, "", `{"name":null,"email":null,"currency":null}`, 422, "VALIDATION_FAILED", ""},
 		{"null draft fields", "POST", "/v1/invoices", 1, "", `{"customer_id":null,"currency":null,"due_date":null,"memo":null,"lines":null}`, 422, "VALIDATION_FAILED", ""},
 		{"null patch fields", "PATCH", "/v1/invoices/%I", 1, "", `{"customer_id":null,"currency":null,"memo":null,"lines":null}`, 422, "VALIDATION_FAILED", ""},
