@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -164,3 +165,5 @@ func TestOpenSizesThePool(t *testing.T) {
 	_, err = store.Open(ctx, store.PoolConfig{URL: "postgres://nobody@127.0.0.1:1/x?connect_timeout=1"})
 	require.Error(t, err, "a bad database URL fails at start, not at the first request")
 }
+
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }

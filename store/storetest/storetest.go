@@ -322,10 +322,27 @@ func PoolFor(t testing.TB, url string) *pgxpool.Pool {
 }
 
 var (
-	sharedOnce sync.Once
-	sharedPool *pgxpool.Pool
-	sharedErr  error
+	sharedOnce  sync.Once
+	sharedPool  *pgxpool.Pool
+	sharedErr   error
+	sharedName  string
+	sharedAdmin string
 )
+
+// Main runs a test binary's tests and then drops the database that Tx
+// shares among them. Call it from TestMain in packages that use Tx:
+//
+//	func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+func Main(m *testing.M) int {
+	code := m.Run()
+	if sharedPool != nil {
+		sharedPool.Close()
+		if err := drop(context.Background(), sharedAdmin, sharedName); err != nil {
+			fmt.Fprintln(os.Stderr, "storetest:", err)
+		}
+	}
+	return code
+}
 
 // Tx returns a transaction on a migrated database shared by this test
 // binary, rolled back at cleanup: the cheapest isolation (no clone) for
@@ -335,14 +352,15 @@ func Tx(t testing.TB) pgx.Tx {
 	tmpl := template(t)
 	admin := ServerURL(t)
 	sharedOnce.Do(func() {
-		// The shared database lives as long as the test binary; the name
-		// marks it for the sweep of stale databases below.
-		var name string
-		name, sharedErr = clone(context.Background(), admin, tmpl)
+		// The shared database lives as long as the test binary: Main
+		// drops it at exit, and the sweep of stale databases catches a
+		// binary that was killed first.
+		sharedName, sharedErr = clone(context.Background(), admin, tmpl)
 		if sharedErr != nil {
 			return
 		}
-		sharedPool, sharedErr = pgxpool.New(context.Background(), WithDatabase(admin, name))
+		sharedAdmin = admin
+		sharedPool, sharedErr = pgxpool.New(context.Background(), WithDatabase(admin, sharedName))
 	})
 	if sharedErr != nil {
 		t.Fatalf("storetest: shared database: %v", sharedErr)
