@@ -35,6 +35,9 @@ CREATE TABLE invoices (
     version     bigint NOT NULL DEFAULT 1,
     created_at  timestamptz NOT NULL,
     updated_at  timestamptz NOT NULL,
+    -- Whom an issued invoice bills (the customer's name and email at
+    -- issue), so renaming a customer later never changes an issued invoice.
+    bill_to     jsonb,
     CONSTRAINT invoices_status CHECK (status IN ('draft', 'issued', 'paid', 'void')),
     CONSTRAINT invoices_currency_format CHECK (currency ~ '^[A-Z]{3}$'),
     CONSTRAINT invoices_memo_len CHECK (char_length(memo) <= 2000),
@@ -99,17 +102,10 @@ BEGIN
     IF OLD.status = 'draft' THEN
         RETURN NEW;
     END IF;
-    IF NEW.id IS DISTINCT FROM OLD.id
-       OR NEW.customer_id IS DISTINCT FROM OLD.customer_id
-       OR NEW.number IS DISTINCT FROM OLD.number
-       OR NEW.currency IS DISTINCT FROM OLD.currency
-       OR NEW.due_date IS DISTINCT FROM OLD.due_date
-       OR NEW.memo IS DISTINCT FROM OLD.memo
-       OR NEW.subtotal IS DISTINCT FROM OLD.subtotal
-       OR NEW.tax_total IS DISTINCT FROM OLD.tax_total
-       OR NEW.total IS DISTINCT FROM OLD.total
-       OR NEW.issued_at IS DISTINCT FROM OLD.issued_at
-       OR NEW.created_at IS DISTINCT FROM OLD.created_at THEN
+    -- Whole rows minus what an issued invoice may still change, so a
+    -- column added later is frozen without touching this function.
+    IF (to_jsonb(NEW) - ARRAY['status', 'paid_at', 'voided_at', 'version', 'updated_at'])
+       IS DISTINCT FROM (to_jsonb(OLD) - ARRAY['status', 'paid_at', 'voided_at', 'version', 'updated_at']) THEN
         RAISE EXCEPTION 'invoice % is %: its content is frozen', OLD.id, OLD.status
             USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
