@@ -53,6 +53,10 @@ var script = model.Script{Rules: []model.ScriptRule{
 		{ToolCalls: []model.ScriptToolCall{{Name: "lookup-thing", Input: json.RawMessage(`{"key":"3"}`)}}},
 		{Text: "Looped."},
 	}},
+	{Match: "wait", Steps: []model.ScriptStep{
+		{ToolCalls: []model.ScriptToolCall{{Name: "wait-thing", Input: json.RawMessage(`{}`)}}},
+		{Text: "Waited."},
+	}},
 	{Match: "broken", Steps: []model.ScriptStep{
 		{ToolCalls: []model.ScriptToolCall{{Name: "lookup-thing", Input: json.RawMessage(`{"nope":1}`)}, {Name: "explode", Input: json.RawMessage(`{}`)}, {Name: "no-such-tool"}}},
 		{Text: "Recovered."},
@@ -212,6 +216,8 @@ type bundle struct {
 	reminders map[string]int
 	issued    int
 	approvals *fakeApprovals
+	// release lets wait-thing return; it gives up after 5 s.
+	release chan struct{}
 }
 
 func (b *bundle) Reminders(to string) int {
@@ -225,7 +231,8 @@ func setup(t *testing.T) *bundle {
 	pool := storetest.Pool(t)
 	ctx := context.Background()
 	fm := newFakeModel(t)
-	b := &bundle{Model: fm, reminders: map[string]int{}, approvals: &fakeApprovals{byThing: map[string]string{}, approved: map[string]bool{}}}
+	b := &bundle{Model: fm, reminders: map[string]int{}, approvals: &fakeApprovals{byThing: map[string]string{}, approved: map[string]bool{}},
+		release: make(chan struct{})}
 
 	reg := capability.NewRegistry()
 	reg.MustRegister(
@@ -238,6 +245,20 @@ func setup(t *testing.T) *bundle {
 				p, _ := identity.FromContext(ctx)
 				_ = p
 				return map[string]any{"key": in.Key, "value": "v-" + in.Key, "principal": call.Principal.Username}, nil
+			},
+		},
+		capability.Capability{
+			Descriptor: capability.Descriptor{Name: "wait-thing", Description: "Waits until the test releases it.", Risk: capability.RiskRead,
+				InputSchema: json.RawMessage(`{"type":"object"}`)},
+			Handler: func(ctx context.Context, _ capability.Call) (any, error) {
+				select {
+				case <-b.release:
+					return map[string]any{"waited": true}, nil
+				case <-time.After(5 * time.Second):
+					return nil, problem.New(http.StatusGatewayTimeout, "NOT_RELEASED", "the test never released wait-thing")
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
 			},
 		},
 		capability.Capability{

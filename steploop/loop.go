@@ -211,6 +211,7 @@ func (t *turn) steps() {
 		a := t.asst()
 		a.Parts = append(a.Parts, Part{Type: "step-start"})
 		textIdx, textID := -1, ""
+		t.out.flush()
 		res, err := t.s.cfg.Model.Stream(t.ctx, req, func(delta string) error {
 			a := t.asst()
 			if textIdx < 0 {
@@ -222,6 +223,7 @@ func (t *turn) steps() {
 			}
 			*a.Parts[textIdx].Text += delta
 			t.out.send(chunk{"type": "text-delta", "id": textID, "delta": delta})
+			t.out.flush()
 			return nil
 		})
 		if textIdx >= 0 {
@@ -292,6 +294,9 @@ func (t *turn) dispatch(tc model.ToolCall) bool {
 	a.Parts = append(a.Parts, Part{Type: "tool-" + tc.Name, ToolCallID: id, State: StateInputAvailable, Input: input})
 	t.out.send(chunk{"type": "tool-input-available", "toolCallId": id, "toolName": tc.Name, "input": input})
 	p := t.part(id)
+	// The tool may take a while (a bound one waits on the confirm
+	// controller's statements): show the call first.
+	t.out.flush()
 	if !validJSON {
 		t.toolError(p, problem.Invalid("input", "the tool arguments are not a JSON object"))
 		return false
@@ -397,6 +402,7 @@ func (t *turn) answerApproval(a ApprovalAnswer) {
 		return
 	}
 	ev := &confirm.Evidence{ConfirmationID: a.ApprovalID, Approved: a.Approved, Reason: a.Reason}
+	t.out.flush()
 	out, err := t.s.cfg.Confirm.Call(t.ctx, t.confirmRequest(call, a.ToolCallID, ev), t.runner(call))
 	if err != nil {
 		t.toolError(p, err)

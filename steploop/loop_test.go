@@ -44,7 +44,7 @@ func TestChatReadToolRunsAndFeedsTheNextStep(t *testing.T) {
 	for _, tl := range reqs[0].Tools {
 		names = append(names, tl.Function.Name)
 	}
-	require.ElementsMatch(t, []string{"lookup-thing", "explode", "send-reminder", "issue-thing", "show-invoice"}, names)
+	require.ElementsMatch(t, []string{"lookup-thing", "wait-thing", "explode", "send-reminder", "issue-thing", "show-invoice"}, names)
 
 	status, msgs := b.conversation(t, b.Token, "conv-read")
 	require.Equal(t, http.StatusOK, status)
@@ -276,6 +276,34 @@ func TestChatClientDisconnectCancelsTheModelCall(t *testing.T) {
 	res := b.chat(t, b.Token, body("conv-gone", anyList(msgs, userMsg("u2", "look up alpha"))...))
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	require.Contains(t, string(res.Body), `"delta":"alpha."`)
+}
+
+// A frontend shows a tool call while it runs: the call reaches the client
+// before the tool returns, although the stream is otherwise buffered.
+func TestChatShowsAToolCallWhileItRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	buf, _ := json.Marshal(body("conv-wait", userMsg("u1", "wait for it")))
+	req, _ := http.NewRequest(http.MethodPost, b.URL+"/v1/chat", strings.NewReader(string(buf)))
+	req.Header.Set("Authorization", "Bearer "+b.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	got, chunk := "", make([]byte, 512)
+	for !strings.Contains(got, `"tool-input-available"`) {
+		n, err := resp.Body.Read(chunk)
+		require.NoError(t, err, "the stream ended before showing the call: %s", got)
+		got += string(chunk[:n])
+	}
+	require.NotContains(t, got, "tool-output", "the tool has not returned yet")
+	close(b.release)
+	rest, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	got += string(rest)
+	require.Contains(t, got, `"output":{"waited":true}`)
+	require.Contains(t, got, `"delta":"Waited."`)
+	require.True(t, strings.HasSuffix(strings.TrimSpace(got), "data: [DONE]"))
 }
 
 func TestChatWithoutModelIs503(t *testing.T) {

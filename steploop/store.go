@@ -107,6 +107,13 @@ func ConversationGet(ctx context.Context, db store.Executor, id string, owner uu
 // its first message, leased for ttl, in one statement: the common case of
 // a new chat costs one round trip. It reports false, writing nothing, when
 // the id is taken (the caller then takes the general path).
+//
+// Its commit does not wait for the WAL flush (synchronous_commit off for
+// this statement's transaction only): the request's last statement,
+// MessagePutRelease, commits synchronously and so flushes this one with
+// it, and every effect in between commits synchronously too. A database
+// crash before that fails the request either way; what a finished request
+// wrote is as durable as before, and a chat costs one disk flush, not two.
 func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration, m Message) (*Lease, bool, error) {
 	parts, err := json.Marshal(m.Parts)
 	if err != nil {
@@ -114,9 +121,11 @@ func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id st
 	}
 	l := Lease{token: uuid.New(), created: true}
 	err = db.QueryRow(ctx, `
-		WITH c AS (
+		WITH async AS (
+			SELECT set_config('synchronous_commit', 'off', true)
+		), c AS (
 			INSERT INTO conversations (id, owner_id, busy_token, busy_until)
-			VALUES ($1, $2, $3, now() + $4::interval)
+			SELECT $1, $2, $3, now() + $4::interval FROM async
 			ON CONFLICT (id) DO NOTHING
 			RETURNING id, owner_id, created_at, updated_at
 		), m AS (

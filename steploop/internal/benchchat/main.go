@@ -7,7 +7,9 @@
 // targets are read off its output, never asserted.
 //
 // Settings: INVOICED_TEST_DATABASE_URL (a server whose user may CREATE
-// DATABASE), BENCH_DURATION (per level, default 5s).
+// DATABASE), BENCH_DURATION (per level, default 5s), BENCH_LEVELS
+// (concurrency levels, default "1,8,32"), BENCH_PEER=off (measure invoiced
+// alone, while working on it).
 package main
 
 import (
@@ -44,10 +46,14 @@ func main() {
 
 type result struct {
 	Concurrency int
+	Elapsed     time.Duration
 	RPS         float64
 	P50, P99    time.Duration
 	Errors      int64
 	PeakRSSKiB  int64
+	// CPU per request of the server, of every local PostgreSQL process
+	// and of this load generator: where the two cores go.
+	CPUServer, CPUPostgres, CPULoad time.Duration
 }
 
 func run() error {
@@ -63,6 +69,25 @@ func run() error {
 			return fmt.Errorf("BENCH_DURATION: %w", err)
 		}
 		dur = d
+	}
+	levels := []int{1, 8, 32}
+	if v := os.Getenv("BENCH_LEVELS"); v != "" {
+		levels = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				return fmt.Errorf("BENCH_LEVELS: %q is not a positive integer", f)
+			}
+			levels = append(levels, n)
+		}
+	}
+	withPeer := true
+	switch os.Getenv("BENCH_PEER") {
+	case "", "on":
+	case "off":
+		withPeer = false
+	default:
+		return errors.New("BENCH_PEER: must be on or off")
 	}
 	root, err := repoRoot()
 	if err != nil {
@@ -120,53 +145,35 @@ func run() error {
 	if err := waitReady(base+"/readyz", 200); err != nil {
 		return err
 	}
-	ours, err := measure(base+"/v1/chat", token, srv.Process.Pid, dur)
+	ours, err := measure(base+"/v1/chat", token, srv.Process.Pid, levels, dur)
 	if err != nil {
 		return fmt.Errorf("invoiced: %w", err)
 	}
 
-	peerDir := filepath.Join(root, "bench", "peer")
-	if _, err := os.Stat(filepath.Join(peerDir, "node_modules", "ai")); err != nil {
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir = peerDir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("npm ci in bench/peer: %v: %s", err, out)
+	var theirs []result
+	if withPeer {
+		if theirs, err = measurePeer(root, dbURL, customerID, levels, dur); err != nil {
+			return err
 		}
-	}
-	pport, err := freePort()
-	if err != nil {
-		return err
-	}
-	peer := exec.Command("node", "server.mjs")
-	peer.Dir = peerDir
-	peer.Env = append(os.Environ(), "PORT="+pport, "DATABASE_URL="+dbURL, "BENCH_CUSTOMER_ID="+customerID.String())
-	peer.Stdout, peer.Stderr = io.Discard, os.Stderr
-	if err := peer.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = peer.Process.Kill(); _, _ = peer.Process.Wait() }()
-	pbase := "http://127.0.0.1:" + pport
-	if err := waitReady(pbase+"/", 404); err != nil {
-		return err
-	}
-	theirs, err := measure(pbase+"/api/chat", "", peer.Process.Pid, dur)
-	if err != nil {
-		return fmt.Errorf("peer: %w", err)
 	}
 
 	fmt.Printf("bench-chat: %s per level, scripted model at zero latency, one get-customer call + text per request\n\n", dur)
-	fmt.Printf("%-9s %5s %10s %10s %10s %7s %12s\n", "server", "conc", "req/s", "p50", "p99", "errors", "peak RSS")
+	fmt.Printf("%-9s %5s %10s %10s %10s %7s %12s   %s\n", "server", "conc", "req/s", "p50", "p99", "errors", "peak RSS", "CPU per request: server / postgres / load")
 	for i := range ours {
 		for _, r := range []struct {
 			name string
 			res  result
-		}{{"invoiced", ours[i]}, {"peer", theirs[i]}} {
-			fmt.Printf("%-9s %5d %10.0f %10s %10s %7d %9.1f MiB\n", r.name, r.res.Concurrency, r.res.RPS,
-				r.res.P50.Round(10*time.Microsecond), r.res.P99.Round(10*time.Microsecond), r.res.Errors, float64(r.res.PeakRSSKiB)/1024)
+		}{{"invoiced", ours[i]}, {"peer", at(theirs, i)}} {
+			if r.res.Concurrency == 0 {
+				continue
+			}
+			fmt.Printf("%-9s %5d %10.0f %10s %10s %7d %9.1f MiB   %s / %s / %s\n", r.name, r.res.Concurrency, r.res.RPS,
+				r.res.P50.Round(10*time.Microsecond), r.res.P99.Round(10*time.Microsecond), r.res.Errors, float64(r.res.PeakRSSKiB)/1024,
+				r.res.CPUServer.Round(time.Microsecond), r.res.CPUPostgres.Round(time.Microsecond), r.res.CPULoad.Round(time.Microsecond))
 		}
 	}
 	fmt.Println()
-	for i := range ours {
+	for i := range theirs {
 		fmt.Printf("concurrency %2d: invoiced/peer requests/s %.2fx, p99 %s vs %s, peak RSS %.2fx of the peer's\n",
 			ours[i].Concurrency, ours[i].RPS/theirs[i].RPS, ours[i].P99.Round(10*time.Microsecond), theirs[i].P99.Round(10*time.Microsecond),
 			float64(ours[i].PeakRSSKiB)/float64(theirs[i].PeakRSSKiB))
@@ -174,26 +181,77 @@ func run() error {
 	return nil
 }
 
-// measure runs closed-loop load at 1, 8 and 32 after a warm-up.
-func measure(endpoint, token string, pid int, dur time.Duration) ([]result, error) {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 128, MaxIdleConnsPerHost: 128}, Timeout: 30 * time.Second}
-	if _, err := load(client, endpoint, token, 8, time.Second); err != nil {
+func at(rs []result, i int) result {
+	if i < len(rs) {
+		return rs[i]
+	}
+	return result{}
+}
+
+// measurePeer starts bench/peer (installing its pinned packages on first
+// use) and measures it.
+func measurePeer(root, dbURL string, customerID uuid.UUID, levels []int, dur time.Duration) ([]result, error) {
+	peerDir := filepath.Join(root, "bench", "peer")
+	if _, err := os.Stat(filepath.Join(peerDir, "node_modules", "ai")); err != nil {
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+		cmd.Dir = peerDir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("npm ci in bench/peer: %v: %s", err, out)
+		}
+	}
+	pport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	peer := exec.Command("node", "server.mjs")
+	peer.Dir = peerDir
+	peer.Env = append(os.Environ(), "PORT="+pport, "DATABASE_URL="+dbURL, "BENCH_CUSTOMER_ID="+customerID.String())
+	peer.Stdout, peer.Stderr = io.Discard, os.Stderr
+	if err := peer.Start(); err != nil {
+		return nil, err
+	}
+	defer func() { _ = peer.Process.Kill(); _, _ = peer.Process.Wait() }()
+	pbase := "http://127.0.0.1:" + pport
+	if err := waitReady(pbase+"/", 404); err != nil {
+		return nil, err
+	}
+	theirs, err := measure(pbase+"/api/chat", "", peer.Process.Pid, levels, dur)
+	if err != nil {
+		return nil, fmt.Errorf("peer: %w", err)
+	}
+
+	return theirs, nil
+}
+
+// measure runs closed-loop load at each level after a warm-up.
+func measure(endpoint, token string, pid int, levels []int, dur time.Duration) ([]result, error) {
+	if _, err := load(endpoint, token, 8, time.Second); err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	var out []result
-	for _, c := range []int{1, 8, 32} {
+	for _, c := range levels {
 		resetPeakRSS(pid)
-		r, err := load(client, endpoint, token, c, dur)
+		srv0, pg0, self0 := cpuTime(pid), postgresCPU(), cpuTime(os.Getpid())
+		r, err := load(endpoint, token, c, dur)
 		if err != nil {
 			return nil, err
 		}
 		r.PeakRSSKiB = peakRSS(pid)
+		if n := time.Duration(r.RPS * r.Elapsed.Seconds()); n > 0 {
+			r.CPUServer = (cpuTime(pid) - srv0) / n
+			r.CPUPostgres = (postgresCPU() - pg0) / n
+			r.CPULoad = (cpuTime(os.Getpid()) - self0) / n
+		}
 		out = append(out, r)
 	}
 	return out, nil
 }
 
-func load(client *http.Client, endpoint, token string, conc int, dur time.Duration) (result, error) {
+func load(endpoint, token string, conc int, dur time.Duration) (result, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return result{}, err
+	}
 	var (
 		mu       sync.Mutex
 		lat      []time.Duration
@@ -207,12 +265,15 @@ func load(client *http.Client, endpoint, token string, conc int, dur time.Durati
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			c := &chatClient{addr: u.Host, path: u.RequestURI(), token: token}
+			defer c.close()
 			var mine []time.Duration
 			for time.Now().Before(deadline) {
 				t0 := time.Now()
-				if err := oneChat(client, endpoint, token); err != nil {
+				if err := c.chat(); err != nil {
 					errs.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
+					c.close()
 					continue
 				}
 				mine = append(mine, time.Since(t0))
@@ -229,30 +290,61 @@ func load(client *http.Client, endpoint, token string, conc int, dur time.Durati
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
-	return result{Concurrency: conc, RPS: float64(len(lat)) / elapsed.Seconds(), P50: pct(0.50), P99: pct(0.99), Errors: errs.Load()}, nil
+	return result{Concurrency: conc, Elapsed: elapsed, RPS: float64(len(lat)) / elapsed.Seconds(), P50: pct(0.50), P99: pct(0.99), Errors: errs.Load()}, nil
 }
 
-// oneChat is one new conversation: a user message, read to [DONE]; it
-// fails unless the tool's output and the text arrived.
-func oneChat(client *http.Client, endpoint, token string) error {
+// chatClient is one closed-loop client on one kept-alive connection. It
+// writes the request itself and parses the response with net/http's
+// ReadResponse: like wrk, it spends as little of the machine's two cores
+// as it can, since every cycle it takes is one neither server gets
+// (http.Client's per-connection goroutines cost about 0.25 ms of CPU per
+// chat here). Both servers are measured with it.
+type chatClient struct {
+	addr, path, token string
+	conn              net.Conn
+	br                *bufio.Reader
+	buf               []byte
+}
+
+func (c *chatClient) close() {
+	if c.conn != nil {
+		_ = c.conn.Close()
+		c.conn = nil
+	}
+}
+
+// chat is one new conversation: a user message, read to [DONE]; it fails
+// unless the tool's output and the text arrived.
+func (c *chatClient) chat() error {
+	if c.conn == nil {
+		conn, err := net.DialTimeout("tcp", c.addr, 5*time.Second)
+		if err != nil {
+			return err
+		}
+		c.conn, c.br = conn, bufio.NewReaderSize(conn, 16<<10)
+	}
 	body := fmt.Sprintf(`{"id":%q,"messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"look up the customer"}]}],"trigger":"submit-message"}`,
 		strings.ReplaceAll(uuid.NewString(), "-", ""))
-	req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
+	c.buf = fmt.Appendf(c.buf[:0], "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", c.path, c.addr, len(body))
+	if c.token != "" {
+		c.buf = fmt.Appendf(c.buf, "Authorization: Bearer %s\r\n", c.token)
+	}
+	c.buf = append(append(c.buf, "\r\n"...), body...)
+	_ = c.conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := c.conn.Write(c.buf); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(c.br, nil)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
 	if err != nil {
 		return err
+	}
+	if resp.Close {
+		c.close()
 	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("status %d: %s", resp.StatusCode, raw)
@@ -283,6 +375,45 @@ func peakRSS(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// cpuTime is a process's user+system CPU so far (/proc/PID/stat fields 14
+// and 15, in clock ticks of 10 ms on Linux).
+func cpuTime(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name may hold spaces; fields count from after its ')'.
+	i := bytes.LastIndexByte(raw, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(raw[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * 10 * time.Millisecond
+}
+
+// postgresCPU sums cpuTime over every process named postgres: the
+// backends serving the benchmark, the WAL writer and the checkpointer.
+// With a remote database it is zero.
+func postgresCPU() time.Duration {
+	ents, _ := os.ReadDir("/proc")
+	var total time.Duration
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(comm)) == "postgres" {
+			total += cpuTime(pid)
+		}
+	}
+	return total
 }
 
 func waitReady(u string, want int) error {
