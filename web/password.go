@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -80,14 +81,16 @@ func PasswordVerify(encoded, password string) (bool, error) {
 
 // dummyHash is verified against when the username is unknown or has no
 // password, so a miss costs as much as a wrong password and response time
-// does not reveal which usernames exist.
-var dummyHash = func() string {
+// does not reveal which usernames exist. It is made on first use, not at
+// start: one hash takes 19 MiB and about 50 ms, which every process (the
+// CLI too) would otherwise pay whether or not anyone signs in.
+var dummyHash = sync.OnceValue(func() string {
 	h, err := PasswordHash("not a password anyone has")
 	if err != nil {
 		panic(err)
 	}
 	return h
-}()
+})
 
 // PasswordValidate checks a new password against the policy.
 func PasswordValidate(password string) error {
@@ -138,13 +141,13 @@ func credentialsCheck(ctx context.Context, db store.Executor, username, password
 	err := db.QueryRow(ctx, `SELECT id::text, password_hash FROM users WHERE username = $1 AND NOT disabled`, username).Scan(&id, &hash)
 	if err != nil {
 		if pe, ok := problem.As(store.MapError(err, "user")); ok && pe.Code == problem.CodeNotFound {
-			_, _ = PasswordVerify(dummyHash, password)
+			_, _ = PasswordVerify(dummyHash(), password)
 			return nil, wrong
 		}
 		return nil, store.MapError(err, "user")
 	}
 	if hash == nil || len(password) > passwordMaxBytes {
-		_, _ = PasswordVerify(dummyHash, password)
+		_, _ = PasswordVerify(dummyHash(), password)
 		return nil, wrong
 	}
 	ok, err := PasswordVerify(*hash, password)
