@@ -7,9 +7,15 @@
 // targets are read off its output, never asserted.
 //
 // Settings: INVOICED_TEST_DATABASE_URL (a server whose user may CREATE
-// DATABASE), BENCH_DURATION (per level, default 5s), BENCH_LEVELS
-// (concurrency levels, default "1,8,32"), BENCH_PEER=off (measure invoiced
-// alone, while working on it).
+// DATABASE), BENCH_DURATION (per level, side and round, default 5s),
+// BENCH_ROUNDS (default 3), BENCH_LEVELS (concurrency levels, default
+// "1,8,32"), BENCH_PEER=off (measure invoiced alone, while working on it).
+//
+// Both servers run for the whole benchmark and are measured in alternating
+// rounds at each level (ours then the peer's, then the other way round),
+// and each figure is the median of its rounds: on a shared two-core
+// machine whose speed drifts by tens of percent within a minute, measuring
+// one side after the other would compare two different machines.
 package main
 
 import (
@@ -54,6 +60,8 @@ type result struct {
 	// CPU per request of the server, of every local PostgreSQL process
 	// and of this load generator: where the two cores go.
 	CPUServer, CPUPostgres, CPULoad time.Duration
+	// Rounds are the requests/s of each round a median was taken over.
+	Rounds []float64
 }
 
 func run() error {
@@ -80,6 +88,14 @@ func run() error {
 			}
 			levels = append(levels, n)
 		}
+	}
+	rounds := 3
+	if v := os.Getenv("BENCH_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("BENCH_ROUNDS: %q is not a positive integer", v)
+		}
+		rounds = n
 	}
 	withPeer := true
 	switch os.Getenv("BENCH_PEER") {
@@ -145,20 +161,49 @@ func run() error {
 	if err := waitReady(base+"/readyz", 200); err != nil {
 		return err
 	}
-	ours, err := measure(base+"/v1/chat", token, srv.Process.Pid, levels, dur)
-	if err != nil {
-		return fmt.Errorf("invoiced: %w", err)
-	}
-
-	var theirs []result
+	targets := []target{{name: "invoiced", endpoint: base + "/v1/chat", token: token, pid: srv.Process.Pid}}
 	if withPeer {
-		if theirs, err = measurePeer(root, dbURL, customerID, levels, dur); err != nil {
+		peer, stop, err := startPeer(root, dbURL, customerID)
+		if err != nil {
 			return err
 		}
+		defer stop()
+		targets = append(targets, peer)
+	}
+	for _, t := range targets {
+		if _, err := load(t.endpoint, t.token, 8, time.Second); err != nil {
+			return fmt.Errorf("%s: warm-up: %w", t.name, err)
+		}
+	}
+	byTarget := make([][]result, len(targets))
+	for _, c := range levels {
+		runs := make([][]result, len(targets))
+		for r := 0; r < rounds; r++ {
+			for k := range targets {
+				i := k
+				if r%2 == 1 {
+					i = len(targets) - 1 - k
+				}
+				res, err := measureOne(targets[i], c, dur)
+				if err != nil {
+					return fmt.Errorf("%s: %w", targets[i].name, err)
+				}
+				runs[i] = append(runs[i], res)
+			}
+		}
+		for i := range targets {
+			byTarget[i] = append(byTarget[i], median(runs[i]))
+		}
+	}
+	ours := byTarget[0]
+	var theirs []result
+	if withPeer {
+		theirs = byTarget[1]
 	}
 
-	fmt.Printf("bench-chat: %s per level, scripted model at zero latency, one get-customer call + text per request\n\n", dur)
-	fmt.Printf("%-9s %5s %10s %10s %10s %7s %12s   %s\n", "server", "conc", "req/s", "p50", "p99", "errors", "peak RSS", "CPU per request: server / postgres / load")
+	fmt.Printf("bench-chat: scripted model at zero latency, one get-customer call + text per request;\n"+
+		"each figure the median of %d alternating rounds of %s per level and server (peak RSS: the highest)\n\n", rounds, dur)
+	fmt.Printf("%-9s %5s %10s %10s %10s %7s %12s   %s\n", "server", "conc", "req/s", "p50", "p99", "errors", "peak RSS", "CPU per request: server / postgres / load   req/s of each round")
 	for i := range ours {
 		for _, r := range []struct {
 			name string
@@ -167,9 +212,14 @@ func run() error {
 			if r.res.Concurrency == 0 {
 				continue
 			}
-			fmt.Printf("%-9s %5d %10.0f %10s %10s %7d %9.1f MiB   %s / %s / %s\n", r.name, r.res.Concurrency, r.res.RPS,
+			rounds := make([]string, len(r.res.Rounds))
+			for i, v := range r.res.Rounds {
+				rounds[i] = strconv.Itoa(int(v))
+			}
+			fmt.Printf("%-9s %5d %10.0f %10s %10s %7d %9.1f MiB   %s / %s / %s   %s\n", r.name, r.res.Concurrency, r.res.RPS,
 				r.res.P50.Round(10*time.Microsecond), r.res.P99.Round(10*time.Microsecond), r.res.Errors, float64(r.res.PeakRSSKiB)/1024,
-				r.res.CPUServer.Round(time.Microsecond), r.res.CPUPostgres.Round(time.Microsecond), r.res.CPULoad.Round(time.Microsecond))
+				r.res.CPUServer.Round(time.Microsecond), r.res.CPUPostgres.Round(time.Microsecond), r.res.CPULoad.Round(time.Microsecond),
+				strings.Join(rounds, " "))
 		}
 	}
 	fmt.Println()
@@ -188,63 +238,88 @@ func at(rs []result, i int) result {
 	return result{}
 }
 
-// measurePeer starts bench/peer (installing its pinned packages on first
-// use) and measures it.
-func measurePeer(root, dbURL string, customerID uuid.UUID, levels []int, dur time.Duration) ([]result, error) {
+// target is a server under load.
+type target struct {
+	name, endpoint, token string
+	pid                   int
+}
+
+// startPeer starts bench/peer (installing its pinned packages on first
+// use); stop ends it.
+func startPeer(root, dbURL string, customerID uuid.UUID) (target, func(), error) {
 	peerDir := filepath.Join(root, "bench", "peer")
 	if _, err := os.Stat(filepath.Join(peerDir, "node_modules", "ai")); err != nil {
 		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
 		cmd.Dir = peerDir
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("npm ci in bench/peer: %v: %s", err, out)
+			return target{}, nil, fmt.Errorf("npm ci in bench/peer: %v: %s", err, out)
 		}
 	}
 	pport, err := freePort()
 	if err != nil {
-		return nil, err
+		return target{}, nil, err
 	}
 	peer := exec.Command("node", "server.mjs")
 	peer.Dir = peerDir
 	peer.Env = append(os.Environ(), "PORT="+pport, "DATABASE_URL="+dbURL, "BENCH_CUSTOMER_ID="+customerID.String())
 	peer.Stdout, peer.Stderr = io.Discard, os.Stderr
 	if err := peer.Start(); err != nil {
-		return nil, err
+		return target{}, nil, err
 	}
-	defer func() { _ = peer.Process.Kill(); _, _ = peer.Process.Wait() }()
+	stop := func() { _ = peer.Process.Kill(); _, _ = peer.Process.Wait() }
 	pbase := "http://127.0.0.1:" + pport
 	if err := waitReady(pbase+"/", 404); err != nil {
-		return nil, err
+		stop()
+		return target{}, nil, err
 	}
-	theirs, err := measure(pbase+"/api/chat", "", peer.Process.Pid, levels, dur)
-	if err != nil {
-		return nil, fmt.Errorf("peer: %w", err)
-	}
-
-	return theirs, nil
+	return target{name: "peer", endpoint: pbase + "/api/chat", pid: peer.Process.Pid}, stop, nil
 }
 
-// measure runs closed-loop load at each level after a warm-up.
-func measure(endpoint, token string, pid int, levels []int, dur time.Duration) ([]result, error) {
-	if _, err := load(endpoint, token, 8, time.Second); err != nil {
-		return nil, fmt.Errorf("warm-up: %w", err)
+// measureOne runs closed-loop load at concurrency c on t for dur, with
+// t's peak RSS and the CPU each process spent per request.
+func measureOne(t target, c int, dur time.Duration) (result, error) {
+	resetPeakRSS(t.pid)
+	srv0, pg0, self0 := cpuTime(t.pid), postgresCPU(), cpuTime(os.Getpid())
+	r, err := load(t.endpoint, t.token, c, dur)
+	if err != nil {
+		return r, err
 	}
-	var out []result
-	for _, c := range levels {
-		resetPeakRSS(pid)
-		srv0, pg0, self0 := cpuTime(pid), postgresCPU(), cpuTime(os.Getpid())
-		r, err := load(endpoint, token, c, dur)
-		if err != nil {
-			return nil, err
-		}
-		r.PeakRSSKiB = peakRSS(pid)
-		if n := time.Duration(r.RPS * r.Elapsed.Seconds()); n > 0 {
-			r.CPUServer = (cpuTime(pid) - srv0) / n
-			r.CPUPostgres = (postgresCPU() - pg0) / n
-			r.CPULoad = (cpuTime(os.Getpid()) - self0) / n
-		}
-		out = append(out, r)
+	r.PeakRSSKiB = peakRSS(t.pid)
+	if n := time.Duration(r.RPS * r.Elapsed.Seconds()); n > 0 {
+		r.CPUServer = (cpuTime(t.pid) - srv0) / n
+		r.CPUPostgres = (postgresCPU() - pg0) / n
+		r.CPULoad = (cpuTime(os.Getpid()) - self0) / n
 	}
-	return out, nil
+	return r, nil
+}
+
+// median is each figure's median over rs (the upper one of an even
+// count), errors summed and peak RSS the highest.
+func median(rs []result) result {
+	pick := func(f func(result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	d := func(f func(result) time.Duration) time.Duration {
+		return time.Duration(pick(func(r result) float64 { return float64(f(r)) }))
+	}
+	out := result{Concurrency: rs[0].Concurrency}
+	out.RPS = pick(func(r result) float64 { return r.RPS })
+	out.P50 = d(func(r result) time.Duration { return r.P50 })
+	out.P99 = d(func(r result) time.Duration { return r.P99 })
+	out.CPUServer = d(func(r result) time.Duration { return r.CPUServer })
+	out.CPUPostgres = d(func(r result) time.Duration { return r.CPUPostgres })
+	out.CPULoad = d(func(r result) time.Duration { return r.CPULoad })
+	for _, r := range rs {
+		out.Rounds = append(out.Rounds, r.RPS)
+		out.Errors += r.Errors
+		out.PeakRSSKiB = max(out.PeakRSSKiB, r.PeakRSSKiB)
+	}
+	return out
 }
 
 func load(endpoint, token string, conc int, dur time.Duration) (result, error) {
