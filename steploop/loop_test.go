@@ -3,6 +3,7 @@ package steploop_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -304,6 +305,39 @@ func TestChatShowsAToolCallWhileItRuns(t *testing.T) {
 	require.Contains(t, got, `"output":{"waited":true}`)
 	require.Contains(t, got, `"delta":"Waited."`)
 	require.True(t, strings.HasSuffix(strings.TrimSpace(got), "data: [DONE]"))
+}
+
+// A client may send its next message as soon as it reads [DONE]: by then
+// the answer is stored and the conversation released.
+func TestChatDoneArrivesAfterTheTranscriptIsStored(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for i := range 5 {
+		id := fmt.Sprintf("conv-done-%d", i)
+		buf, _ := json.Marshal(body(id, userMsg("u1", "please look up alpha")))
+		req, _ := http.NewRequest(http.MethodPost, b.URL+"/v1/chat", strings.NewReader(string(buf)))
+		req.Header.Set("Authorization", "Bearer "+b.Token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		got, chunk := "", make([]byte, 512)
+		for !strings.Contains(got, "data: [DONE]\n\n") {
+			n, err := resp.Body.Read(chunk)
+			got += string(chunk[:n])
+			if err != nil {
+				require.ErrorIs(t, err, io.EOF)
+				require.Contains(t, got, "data: [DONE]\n\n")
+			}
+		}
+		// The body is not read to its end: this is what a client sees
+		// the moment [DONE] arrives.
+		status, msgs := b.conversation(t, b.Token, id)
+		require.Equal(t, http.StatusOK, status)
+		require.Len(t, msgs, 2, "the answer is stored before [DONE]")
+		res := b.chat(t, b.Token, body(id, anyList(msgs, userMsg("u2", "hello"))...))
+		require.Equal(t, http.StatusOK, res.Status, "not CONVERSATION_BUSY: %s", res.Body)
+		resp.Body.Close()
+	}
 }
 
 func TestChatWithoutModelIs503(t *testing.T) {
