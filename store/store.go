@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,7 +38,8 @@ type PoolConfig struct {
 	// URL is a libpq connection string or URL; empty means libpq defaults
 	// (PGHOST, PGUSER, … environment variables, then the local socket).
 	URL string
-	// MaxConns is the pool size; 0 means 4 per core, at least 8.
+	// MaxConns is the pool size; 0 means the URL's pool_max_conns if it
+	// has one, else DefaultMaxConns.
 	MaxConns int32
 }
 
@@ -47,6 +50,22 @@ func DefaultMaxConns() int32 {
 	return int32(max(8, 4*runtime.NumCPU()))
 }
 
+// URLSetsMaxConns reports whether a connection string sizes the pool
+// itself (pgxpool's pool_max_conns), as a URL query parameter or a
+// keyword/value pair.
+func URLSetsMaxConns(connString string) bool {
+	if strings.Contains(connString, "://") {
+		u, err := url.Parse(connString)
+		return err == nil && u.Query().Has("pool_max_conns")
+	}
+	for _, f := range strings.Fields(connString) {
+		if k, _, ok := strings.Cut(f, "="); ok && strings.TrimSpace(k) == "pool_max_conns" {
+			return true
+		}
+	}
+	return false
+}
+
 // Open connects a pool and pings it so a bad URL fails at start, not at the
 // first request.
 func Open(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
@@ -54,8 +73,10 @@ func Open(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
-	pc.MaxConns = cfg.MaxConns
-	if pc.MaxConns <= 0 {
+	switch {
+	case cfg.MaxConns > 0:
+		pc.MaxConns = cfg.MaxConns
+	case !URLSetsMaxConns(cfg.URL):
 		pc.MaxConns = DefaultMaxConns()
 	}
 	pc.ConnConfig.RuntimeParams["application_name"] = "invoiced"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -162,8 +163,32 @@ func TestOpenSizesThePool(t *testing.T) {
 	defer pool2.Close()
 	require.Equal(t, int32(3), pool2.Config().MaxConns)
 
+	// A URL that sizes the pool itself is obeyed, not silently overridden.
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	pool3, err := store.Open(ctx, store.PoolConfig{URL: url + sep + "pool_max_conns=5"})
+	require.NoError(t, err)
+	defer pool3.Close()
+	require.Equal(t, int32(5), pool3.Config().MaxConns)
+
 	_, err = store.Open(ctx, store.PoolConfig{URL: "postgres://nobody@127.0.0.1:1/x?connect_timeout=1"})
 	require.Error(t, err, "a bad database URL fails at start, not at the first request")
+}
+
+func TestURLSetsMaxConns(t *testing.T) {
+	t.Parallel()
+	for conn, want := range map[string]bool{
+		"postgres://u@h/db?pool_max_conns=4":                 true,
+		"postgres://u@h/db?sslmode=disable&pool_max_conns=4": true,
+		"postgres://u@h/db?sslmode=disable":                  false,
+		"host=h dbname=db pool_max_conns=4":                  true,
+		"host=h dbname=db":                                   false,
+		"":                                                   false,
+	} {
+		require.Equal(t, want, store.URLSetsMaxConns(conn), conn)
+	}
 }
 
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }

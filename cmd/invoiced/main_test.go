@@ -223,6 +223,11 @@ func TestServeRefusesBadSettingsNamingThem(t *testing.T) {
 		require.Equal(t, 1, r.code, key)
 		require.Contains(t, r.stderr, key)
 	}
+	// The pool is sized in one place, not silently in whichever wins.
+	r := invoke(context.Background(), env{"INVOICED_DB_MAX_CONNS": "4",
+		"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/x?pool_max_conns=20"}, "serve")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "INVOICED_DB_MAX_CONNS and DATABASE_URL's pool_max_conns")
 }
 
 func TestUsersPasswdReadsStdinAndRefusesBadInput(t *testing.T) {

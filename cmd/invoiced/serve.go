@@ -47,6 +47,9 @@ func loadConfig(e env) (config, error) {
 			return c, fmt.Errorf("INVOICED_DB_MAX_CONNS must be a positive integer, not %q", v)
 		}
 		c.MaxConns = int32(n)
+		if store.URLSetsMaxConns(c.DatabaseURL) {
+			return c, errors.New("INVOICED_DB_MAX_CONNS and DATABASE_URL's pool_max_conns both size the pool; set one")
+		}
 	}
 	if v := e.get("INVOICED_NUMBER_PREFIX", ""); v != "" {
 		if !numberPrefixRE.MatchString(v) {
