@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -157,7 +158,7 @@ func ensureTemplate(admin string) (string, error) {
 	var ready bool
 	err = conn.QueryRow(ctx, "SELECT datistemplate FROM pg_database WHERE datname = $1", name).Scan(&ready)
 	if err == nil && ready {
-		return name, nil
+		return name, markUsed(ctx, conn, name)
 	}
 	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
 		return "", err
@@ -187,7 +188,21 @@ func ensureTemplate(admin string) (string, error) {
 	if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false"); err != nil {
 		return "", err
 	}
-	return name, nil
+	return name, markUsed(ctx, conn, name)
+}
+
+// templateUsedPrefix starts the comment on a template database that says
+// when a test binary last used it.
+const templateUsedPrefix = "invoiced storetest template, last used at unix "
+
+// markUsed records that a test binary uses template name now, so a test
+// run of another checkout (other migrations, another template) does not
+// sweep it while it is in use.
+func markUsed(ctx context.Context, conn *pgx.Conn, name string) error {
+	// COMMENT takes no parameters; the literal is fixed text and digits.
+	_, err := conn.Exec(ctx, "COMMENT ON DATABASE "+pgx.Identifier{name}.Sanitize()+
+		" IS '"+templateUsedPrefix+strconv.FormatInt(time.Now().Unix(), 10)+"'")
+	return err
 }
 
 // staleAfter is how old a leftover test database must be before a new test
@@ -195,15 +210,22 @@ func ensureTemplate(admin string) (string, error) {
 const staleAfter = 6 * time.Hour
 
 // sweepStale drops test databases older than staleAfter and templates of
-// other migration sets: a template is rebuilt whenever a migration changes,
-// and without this every edit would leave one behind. (A test run of
-// another checkout with other migrations, running at this very moment,
-// would lose its template; that is the price of not leaking them.)
+// other migration sets that no test binary used for staleAfter: a template
+// is rebuilt whenever a migration changes, and without this every edit
+// would leave one behind, while a template used within hours may belong
+// to a test run of another checkout that is running right now.
 func sweepStale(ctx context.Context, conn *pgx.Conn, keepTemplate string) {
-	if rows, err := conn.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'invoiced\\_tmpl\\_%' AND datname <> $1", keepTemplate); err == nil {
-		if names, err := pgx.CollectRows(rows, pgx.RowTo[string]); err == nil {
-			for _, n := range names {
-				id := pgx.Identifier{n}.Sanitize()
+	if rows, err := conn.Query(ctx, `
+		SELECT datname, coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database
+		 WHERE datname LIKE 'invoiced\_tmpl\_%' AND datname <> $1`, keepTemplate); err == nil {
+		type tmpl struct{ Name, Comment string }
+		if all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[tmpl]); err == nil {
+			for _, t := range all {
+				used, err := strconv.ParseInt(strings.TrimPrefix(t.Comment, templateUsedPrefix), 10, 64)
+				if err == nil && time.Since(time.Unix(used, 0)) < staleAfter {
+					continue
+				}
+				id := pgx.Identifier{t.Name}.Sanitize()
 				_, _ = conn.Exec(ctx, "ALTER DATABASE "+id+" WITH IS_TEMPLATE false")
 				_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+id+" WITH (FORCE)")
 			}

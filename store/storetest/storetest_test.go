@@ -2,8 +2,11 @@ package storetest
 
 import (
 	"context"
+	"strconv"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -53,5 +56,51 @@ func TestPoolIsIsolated(t *testing.T) {
 	}
 	if err := b.QueryRow(ctx, "SELECT count(*) FROM users").Scan(&n); err != nil {
 		t.Fatalf("clone is migrated: %v", err)
+	}
+}
+
+// TestSweepKeepsTemplatesInUse shows the sweep drops another migration
+// set's template only when no test binary has used it for staleAfter, so
+// a concurrent test run of another checkout keeps its template.
+func TestSweepKeepsTemplatesInUse(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	admin := ServerURL(t)
+	keep := template(t)
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	fresh, stale := randomName("invoiced_tmpl_fresh"), randomName("invoiced_tmpl_stale")
+	for _, n := range []string{fresh, stale} {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{n}.Sanitize()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = drop(context.Background(), admin, n) })
+	}
+	if err := markUsed(ctx, conn, fresh); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-staleAfter - time.Minute).Unix()
+	if _, err := conn.Exec(ctx, "COMMENT ON DATABASE "+pgx.Identifier{stale}.Sanitize()+" IS '"+templateUsedPrefix+strconv.FormatInt(old, 10)+"'"); err != nil {
+		t.Fatal(err)
+	}
+	sweepStale(ctx, conn, keep)
+	exists := func(n string) bool {
+		var ok bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", n).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !exists(fresh) {
+		t.Fatal("a template used within staleAfter was swept")
+	}
+	if exists(stale) {
+		t.Fatal("a template unused for longer than staleAfter was kept")
+	}
+	if !exists(keep) {
+		t.Fatal("the current template was swept")
 	}
 }
