@@ -114,15 +114,22 @@ func ConversationGet(ctx context.Context, db store.Executor, id string, owner uu
 // it, and every effect in between commits synchronously too. A database
 // crash before that fails the request either way; what a finished request
 // wrote is as durable as before, and a chat costs one disk flush, not two.
+// Inside a caller's transaction it leaves the setting alone, since it
+// would apply to that whole transaction.
 func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration, m Message) (*Lease, bool, error) {
 	parts, err := json.Marshal(m.Parts)
 	if err != nil {
 		return nil, false, fmt.Errorf("marshal parts: %w", err)
 	}
 	l := Lease{token: uuid.New(), created: true}
+	var async *string
+	if _, inTx := db.(pgx.Tx); !inTx {
+		off := "off"
+		async = &off
+	}
 	err = db.QueryRow(ctx, `
 		WITH async AS (
-			SELECT set_config('synchronous_commit', 'off', true)
+			SELECT set_config('synchronous_commit', coalesce($8::text, current_setting('synchronous_commit')), true)
 		), c AS (
 			INSERT INTO conversations (id, owner_id, busy_token, busy_until)
 			SELECT $1, $2, $3, now() + $4::interval FROM async
@@ -133,7 +140,7 @@ func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id st
 			SELECT id, 0, $5, $6, $7 FROM c
 		)
 		SELECT id, owner_id, created_at, updated_at FROM c`,
-		id, owner, l.token, fmt.Sprintf("%d milliseconds", ttl.Milliseconds()), m.ID, m.Role, parts,
+		id, owner, l.token, fmt.Sprintf("%d milliseconds", ttl.Milliseconds()), m.ID, m.Role, parts, async,
 	).Scan(&l.ID, &l.OwnerID, &l.CreatedAt, &l.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
