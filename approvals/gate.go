@@ -143,11 +143,17 @@ func checkCall(call capability.Call, target capability.Target) error {
 }
 
 // approvalLatestForUpdate returns the newest request of a binding, locked,
-// and whether there is one.
+// and whether there is one. Newest is by target version first, then the
+// open request (at most one per version) before closed ones, and only then
+// by creation time: created_at comes from the clock of whichever replica
+// wrote the row, and a replica running fast (or one whose clock stepped
+// back) must not keep a superseded request on top, where the gate would
+// never see the approved one behind it.
 func approvalLatestForUpdate(ctx context.Context, tx pgx.Tx, capName, targetType, targetID, inputHash string) (*Approval, bool, error) {
 	a, err := scanApproval(tx.QueryRow(ctx, `SELECT `+approvalColumns+approvalFrom+`
 		WHERE r.capability = $1 AND r.target_type = $2 AND r.target_id = $3 AND r.input_hash = $4
-		ORDER BY r.created_at DESC, r.id DESC LIMIT 1 FOR UPDATE OF r`, capName, targetType, targetID, inputHash))
+		ORDER BY r.target_version DESC, r.status IN ('pending', 'approved') DESC, r.created_at DESC, r.id DESC
+		LIMIT 1 FOR UPDATE OF r`, capName, targetType, targetID, inputHash))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
