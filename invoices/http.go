@@ -45,6 +45,10 @@ func body(c echo.Context, key, id string) (json.RawMessage, error) {
 	if err := server.DuplicateKeys(raw); err != nil {
 		return nil, err
 	}
+	if obj == nil {
+		// A body of null: no members, as Prepare reads it.
+		obj = map[string]json.RawMessage{}
+	}
 	if _, ok := obj[key]; ok {
 		return nil, problem.Invalid(key, "is taken from the path; leave it out of the body")
 	}
