@@ -168,7 +168,8 @@ func requestHash(method, uri string, body []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// recorder tees the response body so it can be stored.
+// recorder tees the response body so it can be stored. A stream
+// (text/event-stream) is never stored, so it is not copied either.
 type recorder struct {
 	http.ResponseWriter
 	buf bytes.Buffer
@@ -176,8 +177,35 @@ type recorder struct {
 
 // Write keeps a copy of b for the stored response and passes it on.
 func (r *recorder) Write(b []byte) (int, error) {
-	r.buf.Write(b)
+	if !isStream(r.Header()) {
+		r.buf.Write(b)
+	}
 	return r.ResponseWriter.Write(b)
+}
+
+// Flush passes a streaming handler's flush on (POST /v1/chat flushes).
+func (r *recorder) Flush() {
+	_ = http.NewResponseController(r.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func isStream(h http.Header) bool {
+	return strings.HasPrefix(h.Get(echo.HeaderContentType), "text/event-stream")
+}
+
+// runClaimed runs next for a claimed key. A panic releases the key, so a
+// retry runs instead of finding the key in use until its lease ends, and
+// then goes on to the Recover middleware.
+func runClaimed(ctx context.Context, db store.Executor, c echo.Context, next echo.HandlerFunc, owner uuid.UUID, key string) error {
+	defer func() {
+		if v := recover(); v != nil {
+			_ = KeyRelease(ctx, db, owner, key)
+			panic(v)
+		}
+	}()
+	return next(c)
 }
 
 // Middleware applies the Idempotency-Key semantics to POST requests that
@@ -220,13 +248,12 @@ func Middleware(db store.Executor) echo.MiddlewareFunc {
 
 			w := &recorder{ResponseWriter: c.Response().Writer}
 			c.Response().Writer = w
-			if err := next(c); err != nil {
+			if err := runClaimed(ctx, db, c, next, p.UserID, key); err != nil {
 				// Write the problem now so the outcome is known here.
 				c.Error(err)
 			}
 			status := c.Response().Status
-			ct := c.Response().Header().Get(echo.HeaderContentType)
-			if status < 200 || status > 299 || strings.HasPrefix(ct, "text/event-stream") {
+			if status < 200 || status > 299 || isStream(c.Response().Header()) {
 				return KeyRelease(ctx, db, p.UserID, key)
 			}
 			hdr := map[string]string{}
