@@ -182,9 +182,13 @@ func nextTarget(c echo.Context) string {
 }
 
 // safeNext keeps redirects after sign-in on this site: a path, not a
-// scheme-relative or absolute URL.
+// scheme-relative or absolute URL. Browsers drop tabs and newlines from a
+// Location and read a backslash as a slash (WHATWG URL parsing), so
+// "/<TAB>/evil.example" or "/\evil.example" would leave the site: any
+// control character or backslash is refused, not only a leading "//".
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, `/\`) || strings.ContainsAny(next, "\r\n") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsRune(next, '\\') ||
+		strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return "/inbox"
 	}
 	return next
