@@ -69,8 +69,8 @@ func (s *Service) stream(ctx context.Context, w http.ResponseWriter, lease *Leas
 	runCtx, cancel := context.WithTimeout(ctx, s.cfg.LeaseTTL-30*time.Second)
 	defer cancel()
 	t := &turn{s: s, ctx: runCtx, lease: lease, p: p, msgs: stored, ai: len(stored) - 1, out: newSSE(w)}
-	defer t.finalize()
 	t.run(delta)
+	t.end()
 }
 
 // open leases the conversation, reconciles the client's list with the

@@ -53,6 +53,12 @@ var script = model.Script{Rules: []model.ScriptRule{
 		{ToolCalls: []model.ScriptToolCall{{Name: "lookup-thing", Input: json.RawMessage(`{"key":"3"}`)}}},
 		{Text: "Looped."},
 	}},
+	// A model may write anything into tool arguments, U+0000 included,
+	// which PostgreSQL cannot store.
+	{Match: "unstorable", Steps: []model.ScriptStep{
+		{ToolCalls: []model.ScriptToolCall{{Name: "lookup-thing", Input: json.RawMessage(`{"key":"a\u0000b"}`)}}},
+		{Text: "Never stored."},
+	}},
 	{Match: "wait", Steps: []model.ScriptStep{
 		{ToolCalls: []model.ScriptToolCall{{Name: "wait-thing", Input: json.RawMessage(`{}`)}}},
 		{Text: "Waited."},

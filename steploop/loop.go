@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -132,6 +133,9 @@ type turn struct {
 	ai    int // index of the assistant message this request writes
 	out   *sse
 	texts int
+	// finishReason is set when the loop ends normally, errorText when a
+	// model step failed; end writes either once the answer is stored.
+	finishReason, errorText string
 }
 
 func (t *turn) asst() *Message { return &t.msgs[t.ai] }
@@ -148,9 +152,10 @@ func (t *turn) save() {
 }
 
 // finalize stores the assistant message and releases the lease in one
-// statement (one round trip and one commit per request end); what completed is kept even
-// when the client has gone.
-func (t *turn) finalize() {
+// statement (one round trip and one commit per request end); what
+// completed is kept even when the client has gone. It reports whether the
+// message was stored.
+func (t *turn) finalize() bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
 	defer cancel()
 	err := MessagePutRelease(ctx, t.s.cfg.DB, t.lease, t.ai, *t.asst())
@@ -159,7 +164,29 @@ func (t *turn) finalize() {
 		if err := ConversationRelease(ctx, t.s.cfg.DB, t.lease); err != nil {
 			t.s.cfg.Log.Error("steploop: release conversation", "conversation", t.lease.ID, "err", err)
 		}
+		return false
 	}
+	return true
+}
+
+// end stores the answer, then tells the client how the request ended:
+// finish, or an error chunk when a model step failed or the answer could
+// not be stored (the client's copy is then ahead of the server's and must
+// be reloaded). [DONE] thus always follows the stored transcript.
+func (t *turn) end() {
+	stored := t.finalize()
+	switch {
+	case !stored:
+		t.out.send(chunk{"type": "error", "errorText": "The answer could not be saved; the error has been logged. " +
+			"Reload the conversation before sending another message."})
+	case t.errorText != "":
+		t.out.send(chunk{"type": "error", "errorText": t.errorText})
+	case t.finishReason != "":
+		t.out.send(chunk{"type": "finish", "finishReason": t.finishReason})
+	default:
+		return // the client went away
+	}
+	t.out.done()
 }
 
 func (t *turn) part(toolCallID string) *Part {
@@ -196,10 +223,8 @@ func (t *turn) run(d Delta) {
 	t.steps()
 }
 
-func (t *turn) finish(reason string) {
-	t.out.send(chunk{"type": "finish", "finishReason": reason})
-	t.out.done()
-}
+// finish ends the loop normally; end sends the finish chunk.
+func (t *turn) finish(reason string) { t.finishReason = reason }
 
 func (t *turn) steps() {
 	for step := 0; step < t.s.cfg.MaxSteps; step++ {
@@ -239,8 +264,7 @@ func (t *turn) steps() {
 				return
 			}
 			t.s.cfg.Log.Error("steploop: model step failed", "conversation", t.lease.ID, "err", err)
-			t.out.send(chunk{"type": "error", "errorText": "The model request failed; the error has been logged. Send the message again to retry."})
-			t.out.done()
+			t.errorText = "The model request failed; the error has been logged. Send the message again to retry."
 			return
 		}
 		if len(res.ToolCalls) == 0 {
@@ -327,7 +351,7 @@ func (t *turn) dispatch(tc model.ToolCall) bool {
 		}
 		return t.confirmOutcome(p, call, out)
 	default:
-		v, err := t.s.cfg.Tools.Invoke(t.ctx, call)
+		v, err := t.invoke(t.ctx, call)
 		t.toolResult(p, call, v, err)
 		return false
 	}
@@ -355,7 +379,20 @@ func (t *turn) prepare(name string, input json.RawMessage) (capability.Call, err
 }
 
 func (t *turn) runner(call capability.Call) func(ctx context.Context) (any, error) {
-	return func(ctx context.Context) (any, error) { return t.s.cfg.Tools.Invoke(ctx, call) }
+	return func(ctx context.Context) (any, error) { return t.invoke(ctx, call) }
+}
+
+// invoke runs a capability and turns a panic in its handler into an
+// error: the call then ends as a tool error like any other failure,
+// instead of staying unanswered in the transcript, where it would block
+// the conversation for good.
+func (t *turn) invoke(ctx context.Context, call capability.Call) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, fmt.Errorf("tool %s panicked: %v\n%s", call.Name, r, debug.Stack())
+		}
+	}()
+	return t.s.cfg.Tools.Invoke(ctx, call)
 }
 
 func (t *turn) confirmRequest(call capability.Call, toolCallID string, ev *confirm.Evidence) confirm.Request {

@@ -340,6 +340,27 @@ func TestChatDoneArrivesAfterTheTranscriptIsStored(t *testing.T) {
 	}
 }
 
+// When the answer cannot be stored the stream does not finish as if all
+// were well: it ends with an error chunk telling the client to reload, and
+// the conversation is released.
+func TestChatAnswerThatCannotBeStoredEndsWithAnError(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.chat(t, b.Token, body("conv-unstorable", userMsg("u1", "an unstorable answer")))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.True(t, res.Done)
+	last := res.Chunks[len(res.Chunks)-1]
+	require.Equal(t, "error", last["type"], "chunks %v", chunkTypes(res.Chunks))
+	require.Contains(t, last["errorText"], "Reload the conversation")
+	require.NotContains(t, chunkTypes(res.Chunks), "finish")
+
+	status, msgs := b.conversation(t, b.Token, "conv-unstorable")
+	require.Equal(t, http.StatusOK, status)
+	require.Len(t, msgs, 1, "the user's message is stored, the answer is not")
+	res = b.chat(t, b.Token, body("conv-unstorable", anyList(msgs, userMsg("u2", "hello"))...))
+	require.Equal(t, http.StatusOK, res.Status, "the conversation was released and goes on: %s", res.Body)
+}
+
 func TestChatWithoutModelIs503(t *testing.T) {
 	t.Parallel()
 	pool := storetest.Pool(t)

@@ -1,6 +1,7 @@
 package steploop
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -284,17 +285,26 @@ func compareTool(msgID string, s, c Part, isFrontend func(string) bool, answers 
 		case s.State == StateInputAvailable && isFrontend != nil && isFrontend(s.ToolName()) &&
 			(c.State == StateOutputAvailable || c.State == StateOutputError):
 			if c.State == StateOutputError {
+				if strings.ContainsRune(c.ErrorText, 0) {
+					return nulRefused("errorText")
+				}
 				answers.Outputs = append(answers.Outputs, FrontendOutput{ToolCallID: s.ToolCallID, ErrorText: c.ErrorText, IsError: true})
 			} else {
 				out := c.Output
 				if len(out) == 0 {
 					out = json.RawMessage("null")
 				}
+				if jsonHasNUL(out) {
+					return nulRefused("output")
+				}
 				answers.Outputs = append(answers.Outputs, FrontendOutput{ToolCallID: s.ToolCallID, Output: out})
 			}
 			return nil
 		case s.State == StateApprovalRequested && c.State == StateApprovalResponded &&
 			s.Approval != nil && c.Approval != nil && c.Approval.ID == s.Approval.ID && c.Approval.Approved != nil:
+			if strings.ContainsRune(c.Approval.Reason, 0) {
+				return nulRefused("approval.reason")
+			}
 			answers.Approvals = append(answers.Approvals, ApprovalAnswer{
 				ToolCallID: s.ToolCallID, ApprovalID: s.Approval.ID, Approved: *c.Approval.Approved, Reason: c.Approval.Reason,
 			})
@@ -302,6 +312,28 @@ func compareTool(msgID string, s, c Part, isFrontend func(string) bool, answers 
 		}
 	}
 	return mismatch("tool call %s: state %q cannot become %q from the client", s.ToolCallID, s.State, c.State)
+}
+
+// nulRefused refuses an answer holding U+0000: PostgreSQL cannot store it
+// in jsonb, so the answer could be acted on but never recorded.
+func nulRefused(field string) error {
+	return problem.Invalid("messages.parts."+field, "must not contain the NUL character (U+0000)")
+}
+
+// jsonHasNUL reports whether any string (member name or value) in raw
+// holds U+0000; raw that is not JSON reports false (it is refused
+// elsewhere).
+func jsonHasNUL(raw json.RawMessage) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if str, ok := tok.(string); ok && strings.ContainsRune(str, 0) {
+			return true
+		}
+	}
 }
 
 func deref(s *string) string {

@@ -1,0 +1,94 @@
+package steploop_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// editToolPart rewrites the first tool part named tool in the last stored
+// message, as a browser answering it would.
+func editToolPart(t *testing.T, msgs []json.RawMessage, tool string, edit func(p map[string]any)) []json.RawMessage {
+	t.Helper()
+	var last map[string]any
+	require.NoError(t, json.Unmarshal(msgs[len(msgs)-1], &last))
+	found := false
+	for _, p := range last["parts"].([]any) {
+		pm := p.(map[string]any)
+		if pm["type"] == "tool-"+tool {
+			edit(pm)
+			found = true
+			break
+		}
+	}
+	require.True(t, found, "no %s part", tool)
+	b, err := json.Marshal(last)
+	require.NoError(t, err)
+	out := append([]json.RawMessage(nil), msgs...)
+	out[len(out)-1] = b
+	return out
+}
+
+func toolState(t *testing.T, msgs []json.RawMessage, tool string) string {
+	t.Helper()
+	for _, m := range msgs {
+		var mm map[string]any
+		require.NoError(t, json.Unmarshal(m, &mm))
+		for _, p := range mm["parts"].([]any) {
+			pm := p.(map[string]any)
+			if pm["type"] == "tool-"+tool {
+				s, _ := pm["state"].(string)
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// Answers from the browser holding U+0000 (which PostgreSQL cannot store)
+// are refused before anything runs: otherwise the model or a bound tool
+// would act on an answer the transcript can never record.
+func TestChatRefusesAnswersHoldingNUL(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.chat(t, b.Token, body("conv-nul", userMsg("u1", "show me the invoice")))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	_, shown := b.conversation(t, b.Token, "conv-nul")
+	require.Equal(t, "input-available", toolState(t, shown, "show-invoice"))
+	res = b.chat(t, b.Token, body("conv-nul2", userMsg("u1", "remind alice")))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	_, reminded := b.conversation(t, b.Token, "conv-nul2")
+	require.Equal(t, "approval-requested", toolState(t, reminded, "send-reminder"))
+
+	for name, tc := range map[string]struct {
+		conv string
+		msgs []json.RawMessage
+	}{
+		"frontend output": {"conv-nul", editToolPart(t, shown, "show-invoice", func(p map[string]any) {
+			p["state"], p["output"] = "output-available", map[string]any{"shown": "yes\u0000"}
+		})},
+		"frontend output's member name": {"conv-nul", editToolPart(t, shown, "show-invoice", func(p map[string]any) {
+			p["state"], p["output"] = "output-available", map[string]any{"sh\u0000own": "yes"}
+		})},
+		"frontend error": {"conv-nul", editToolPart(t, shown, "show-invoice", func(p map[string]any) {
+			p["state"], p["errorText"] = "output-error", "no\u0000"
+		})},
+		// Past the 1,000 bytes the confirmation registry keeps of a reason.
+		"confirmation reason": {"conv-nul2", editToolPart(t, reminded, "send-reminder", func(p map[string]any) {
+			a := p["approval"].(map[string]any)
+			p["state"] = "approval-responded"
+			p["approval"] = map[string]any{"id": a["id"], "approved": true, "reason": strings.Repeat("a", 1001) + "\u0000"}
+		})},
+	} {
+		res := b.chat(t, b.Token, body(tc.conv, anyList(tc.msgs)...))
+		require.Equal(t, http.StatusUnprocessableEntity, res.Status, "%s: %s", name, res.Body)
+		require.Contains(t, string(res.Body), "NUL", name)
+	}
+	require.Len(t, b.Model.Requests(), 2, "the model never ran on a refused answer")
+	require.Zero(t, b.Reminders("alice"), "the bound tool never ran")
+	_, stored := b.conversation(t, b.Token, "conv-nul2")
+	require.Equal(t, "approval-requested", toolState(t, stored, "send-reminder"), "nothing was written")
+}
