@@ -146,6 +146,15 @@ func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id st
 		return nil, false, nil
 	}
 	if err != nil {
+		// The statement may have committed before the error (the client
+		// went away while its answer was read): give the lease back, or
+		// the conversation would be busy until it expires. Only a lease
+		// with this token is released, so this is safe when it did not.
+		if _, inTx := db.(pgx.Tx); !inTx {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = ConversationRelease(rctx, db, &Lease{Conversation: Conversation{ID: id}, token: l.token})
+			cancel()
+		}
 		return nil, false, store.MapError(err, "conversation")
 	}
 	return &l, true, nil
