@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -138,6 +139,13 @@ func (r *Registry) Prepare(name string, raw json.RawMessage) (Call, error) {
 	}
 	if err := server.DuplicateKeys(raw); err != nil {
 		return Call{}, err
+	}
+	// encoding/json reads a lone surrogate escape ("\ud800") as U+FFFD, so
+	// it and a real U+FFFD would share one effective input and one hash;
+	// RFC 8785 refuses it, and so does this, before anything is decoded
+	// further.
+	if _, err := Canonical(raw); err != nil {
+		return Call{}, problem.Invalid("input", "must be I-JSON (RFC 7493): %v", errors.Unwrap(err))
 	}
 	if err := e.schema.Validate(v); err != nil {
 		return Call{}, validationProblem(err)
