@@ -2,6 +2,7 @@ package confirm
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,6 +42,9 @@ func (k Key) matches(c Confirmation) bool {
 }
 
 func truncateReason(s string) string {
+	// The reason is the user's free text: PostgreSQL text holds neither
+	// U+0000 nor invalid UTF-8, and both registries store the same.
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 	if len(s) <= maxReasonLen {
 		return s
 	}
