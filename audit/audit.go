@@ -7,8 +7,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/invoiced/invoiced/capability"
@@ -89,16 +93,58 @@ func (e *BrokenError) Error() string {
 	return fmt.Sprintf("audit chain broken at seq %d: %s", e.Seq, e.Reason)
 }
 
+// Head is a chain's last event: its sequence number and hash. A chain
+// cannot show that its newest events were removed; an operator who keeps
+// the head somewhere the database cannot reach can (VerifyAnchored).
+type Head struct {
+	Seq  int64
+	Hash []byte
+}
+
+// String is the head as `invoiced audit verify --anchor` takes it.
+func (h Head) String() string { return fmt.Sprintf("%d:%x", h.Seq, h.Hash) }
+
+// ParseHead reads a head written by Head.String.
+func ParseHead(s string) (Head, error) {
+	seqS, hashS, ok := strings.Cut(s, ":")
+	seq, err := strconv.ParseInt(seqS, 10, 64)
+	if !ok || err != nil || seq < 1 {
+		return Head{}, fmt.Errorf("an anchor is SEQ:HASH as audit verify prints it, not %q", s)
+	}
+	hash, err := hex.DecodeString(hashS)
+	if err != nil || len(hash) != sha256.Size {
+		return Head{}, fmt.Errorf("an anchor's hash is %d hex bytes, not %q", sha256.Size, hashS)
+	}
+	return Head{Seq: seq, Hash: hash}, nil
+}
+
 // Verify walks the whole chain in order and returns how many rows it
 // checked, or a *BrokenError for the first bad row.
 func Verify(ctx context.Context, db store.Executor) (int64, error) {
+	h, err := verify(ctx, db, nil)
+	return h.Seq, err
+}
+
+// VerifyHead verifies the chain as Verify does and returns its head, for
+// the operator to keep (and pass to VerifyAnchored later).
+func VerifyHead(ctx context.Context, db store.Executor) (Head, error) {
+	return verify(ctx, db, nil)
+}
+
+// VerifyAnchored verifies the chain as Verify does and also that it still
+// holds anchor, a head recorded earlier: that neither it nor an event
+// before it was removed or changed. It returns the head it verified.
+func VerifyAnchored(ctx context.Context, db store.Executor, anchor Head) (Head, error) {
+	return verify(ctx, db, &anchor)
+}
+
+func verify(ctx context.Context, db store.Executor, anchor *Head) (Head, error) {
 	rows, err := db.Query(ctx, `SELECT seq, event::text, prev_hash, hash FROM audit_events ORDER BY seq`)
 	if err != nil {
-		return 0, store.MapError(err, "audit events")
+		return Head{}, store.MapError(err, "audit events")
 	}
 	defer rows.Close()
-	prev := genesis
-	var n, want int64
+	head := Head{Hash: genesis}
 	for rows.Next() {
 		var (
 			seq             int64
@@ -106,28 +152,65 @@ func Verify(ctx context.Context, db store.Executor) (int64, error) {
 			prevHash, hashV []byte
 		)
 		if err := rows.Scan(&seq, &event, &prevHash, &hashV); err != nil {
-			return n, store.MapError(err, "audit event")
+			return head, store.MapError(err, "audit event")
 		}
-		want++
-		if seq != want {
-			return n, &BrokenError{Seq: seq, Reason: fmt.Sprintf("expected seq %d: a row is missing", want)}
+		if seq != head.Seq+1 {
+			return head, &BrokenError{Seq: seq, Reason: fmt.Sprintf("expected seq %d: a row is missing", head.Seq+1)}
 		}
-		if !bytes.Equal(prevHash, prev) {
-			return n, &BrokenError{Seq: seq, Reason: "prev_hash does not match the previous row"}
+		if !bytes.Equal(prevHash, head.Hash) {
+			return head, &BrokenError{Seq: seq, Reason: "prev_hash does not match the previous row"}
 		}
 		canon, err := capability.Canonical([]byte(event))
 		if err != nil {
-			return n, &BrokenError{Seq: seq, Reason: "event is not canonicalisable"}
+			return head, &BrokenError{Seq: seq, Reason: "event is not canonicalisable"}
 		}
-		sum := sha256.Sum256(append(append([]byte{}, prev...), canon...))
+		// The hash covers the canonical form, whose numbers are doubles;
+		// a stored number that is not exactly its double (3 edited into
+		// 3.00000000000000000001) would hash the same, so it is refused.
+		if f := inexactNumber(event); f != "" {
+			return head, &BrokenError{Seq: seq, Reason: fmt.Sprintf("number %s is not what was hashed", f)}
+		}
+		sum := sha256.Sum256(append(append([]byte{}, head.Hash...), canon...))
 		if !bytes.Equal(sum[:], hashV) {
-			return n, &BrokenError{Seq: seq, Reason: "hash does not match the event"}
+			return head, &BrokenError{Seq: seq, Reason: "hash does not match the event"}
 		}
-		prev = hashV
-		n++
+		if anchor != nil && seq == anchor.Seq && !bytes.Equal(hashV, anchor.Hash) {
+			return head, &BrokenError{Seq: seq, Reason: "hash differs from the anchor's: the chain up to the anchor was rewritten"}
+		}
+		head = Head{Seq: seq, Hash: hashV}
 	}
 	if err := rows.Err(); err != nil {
-		return n, store.MapError(err, "audit events")
+		return head, store.MapError(err, "audit events")
 	}
-	return n, nil
+	if anchor != nil && head.Seq < anchor.Seq {
+		return head, &BrokenError{Seq: head.Seq + 1, Reason: fmt.Sprintf("the chain ends at seq %d, before the anchor's %d: events were removed", head.Seq, anchor.Seq)}
+	}
+	return head, nil
+}
+
+// inexactNumber returns the first number in the JSON text event whose
+// value is not exactly that of its nearest double (as RFC 8785 writes it),
+// or "".
+func inexactNumber(event string) string {
+	dec := json.NewDecoder(strings.NewReader(event))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		n, ok := tok.(json.Number)
+		if !ok {
+			continue
+		}
+		stored, ok := new(big.Rat).SetString(n.String())
+		f, err := strconv.ParseFloat(n.String(), 64)
+		if !ok || err != nil {
+			return n.String()
+		}
+		hashed, _ := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+		if stored.Cmp(hashed) != 0 {
+			return n.String()
+		}
+	}
 }

@@ -142,9 +142,26 @@ func TestAuditVerifyCLI(t *testing.T) {
 	r := invoke(b.ctx, b.env, "audit", "verify")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, fmt.Sprintf("%d events verified", n))
+	_, head, ok := strings.Cut(strings.TrimSpace(r.stdout), "; head ")
+	require.True(t, ok, "verify prints the head to keep: %s", r.stdout)
+	r = invoke(b.ctx, b.env, "audit", "verify", "--anchor", head)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = invoke(b.ctx, b.env, "audit", "verify", "--anchor", "not-a-head")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "--anchor")
+
+	// A superuser removes the newest event: only the anchor tells.
+	_, err := b.pool.Exec(b.ctx, fmt.Sprintf(`ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete;
+		DELETE FROM audit_events WHERE seq = %d;
+		ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete`, n))
+	require.NoError(t, err)
+	require.Equal(t, 0, invoke(b.ctx, b.env, "audit", "verify").code)
+	r = invoke(b.ctx, b.env, "audit", "verify", "--anchor", head)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "events were removed")
 
 	// Tamper as a superuser would: switch the trigger off, edit, switch on.
-	_, err := b.pool.Exec(b.ctx, `ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete;
+	_, err = b.pool.Exec(b.ctx, `ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete;
 		UPDATE audit_events SET event = jsonb_set(event, '{actor}', '"mallory"') WHERE seq = 17;
 		ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete`)
 	require.NoError(t, err)
