@@ -140,18 +140,18 @@ func (r *Registry) Prepare(name string, raw json.RawMessage) (Call, error) {
 	if err := server.DuplicateKeys(raw); err != nil {
 		return Call{}, err
 	}
-	// encoding/json reads a lone surrogate escape ("\ud800") as U+FFFD, so
-	// it and a real U+FFFD would share one effective input and one hash;
-	// RFC 8785 refuses it, and so does this, before anything is decoded
-	// further.
-	if _, err := Canonical(raw); err != nil {
-		return Call{}, problem.Invalid("input", "must be I-JSON (RFC 7493): %v", errors.Unwrap(err))
-	}
 	if err := e.schema.Validate(v); err != nil {
 		return Call{}, validationProblem(err)
 	}
 	if f := unsafeNumber(v, ""); f != "" {
 		return Call{}, problem.Invalid(f, "must be an integer between -9007199254740991 and 9007199254740991")
+	}
+	// encoding/json reads a lone surrogate escape ("\ud800") as U+FFFD, so
+	// it and a real U+FFFD would share one effective input and one hash;
+	// RFC 8785 refuses it, and so does this (after the checks above, which
+	// name the field for what they catch).
+	if _, err := Canonical(raw); err != nil {
+		return Call{}, problem.Invalid("input", "must be I-JSON (RFC 7493): %v", errors.Unwrap(err))
 	}
 	v = normalize(e.schemaDoc, v)
 	b, err := json.Marshal(v)
