@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,10 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
+// StatusClientClosedRequest is nginx's 499: the client went away before
+// the answer; it is recorded, never sent.
+const StatusClientClosedRequest = 499
+
 // ProblemContentType is the media type of RFC 9457 problem documents.
 const ProblemContentType = "application/problem+json"
 
@@ -23,6 +28,16 @@ const ProblemContentType = "application/problem+json"
 func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
+			return
+		}
+		if errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil {
+			// The client went away (a long poll given up, a closed tab):
+			// no server failure to log or count as a 500. 499 is nginx's
+			// "client closed request", for the access log and metrics; no
+			// one reads the response.
+			log.Info("request abandoned by the client", "request_id", c.Response().Header().Get(echo.HeaderXRequestID),
+				"method", c.Request().Method, "path", c.Request().URL.Path)
+			c.Response().WriteHeader(StatusClientClosedRequest)
 			return
 		}
 		p := ToProblem(err)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 
@@ -54,11 +55,23 @@ func (m *Metrics) Middleware() echo.MiddlewareFunc {
 				route = "unmatched"
 			}
 			status := strconv.Itoa(c.Response().Status)
-			m.requests.WithLabelValues(c.Request().Method, route, status).Inc()
-			m.duration.WithLabelValues(c.Request().Method, route).Observe(time.Since(start).Seconds())
+			method := methodLabel(c.Request().Method)
+			m.requests.WithLabelValues(method, route, status).Inc()
+			m.duration.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
 			return nil
 		}
 	}
+}
+
+// methodLabel bounds the method label: a client may send any token as a
+// method, and each would otherwise be a new time series.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
 }
 
 // Handler serves /metrics.
