@@ -209,7 +209,7 @@ type ListParams struct {
 	Status Status
 	// After is the keyset cursor: list requests older than this id.
 	After *uuid.UUID
-	// Limit is the page size (1–100, default 50).
+	// Limit is the page size (1–100, default 20, as every list of the API).
 	Limit int
 }
 
@@ -217,7 +217,7 @@ type ListParams struct {
 // there are more.
 func ApprovalList(ctx context.Context, db store.Executor, p ListParams) ([]*Approval, bool, error) {
 	if p.Limit <= 0 {
-		p.Limit = 50
+		p.Limit = 20
 	}
 	var after any
 	if p.After != nil {

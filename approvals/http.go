@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
@@ -117,6 +118,10 @@ func parseWait(v string) (time.Duration, error) {
 		if aerr != nil {
 			return 0, problem.Invalid("wait", "must be a duration such as 30s, at most %s", MaxWait)
 		}
+		// Checked before multiplying: 2^55 seconds would wrap to 0.
+		if n < 0 || n > int(MaxWait/time.Second) {
+			return 0, problem.Invalid("wait", "must be between 0s and %s", MaxWait)
+		}
 		d = time.Duration(n) * time.Second
 	}
 	if d < 0 || d > MaxWait {
@@ -140,7 +145,7 @@ func (h *Handler) Get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set("ETag", fmt.Sprintf(`"%d"`, a.Version))
+	c.Response().Header().Set("ETag", capability.ETag(a.Version))
 	return c.JSON(http.StatusOK, a)
 }
 
@@ -175,14 +180,19 @@ func (h *Handler) decide(c echo.Context, decision string) error {
 	if err != nil {
 		return err
 	}
+	ifMatch, err := capability.ParseIfMatch(c.Request().Header.Get("If-Match"))
+	if err != nil {
+		return err
+	}
 	var body decisionBody
 	if err := decodeOptional(c, &body, "reason"); err != nil {
 		return err
 	}
-	a, err := h.Svc.Decide(c.Request().Context(), p, "rest", id, decision, body.Reason)
+	a, err := h.Svc.DecideIfMatch(c.Request().Context(), p, "rest", id, ifMatch, decision, body.Reason)
 	if err != nil {
 		return err
 	}
+	c.Response().Header().Set("ETag", capability.ETag(a.Version))
 	return c.JSON(http.StatusOK, a)
 }
 
@@ -203,14 +213,19 @@ func (h *Handler) Cancel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	ifMatch, err := capability.ParseIfMatch(c.Request().Header.Get("If-Match"))
+	if err != nil {
+		return err
+	}
 	var body struct{}
 	if err := decodeOptional(c, &body, "body"); err != nil {
 		return err
 	}
-	a, err := h.Svc.Cancel(c.Request().Context(), p, "rest", id)
+	a, err := h.Svc.CancelIfMatch(c.Request().Context(), p, "rest", id, ifMatch)
 	if err != nil {
 		return err
 	}
+	c.Response().Header().Set("ETag", capability.ETag(a.Version))
 	return c.JSON(http.StatusOK, a)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/audit"
+	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
@@ -51,6 +52,12 @@ const maxReasonLen = 2000
 // denies at once; approvals from distinct approvers count toward the
 // required number. Deciding again the same way is a no-op.
 func (s *Service) Decide(ctx context.Context, p identity.Principal, via string, id uuid.UUID, decision, reason string) (*Approval, error) {
+	return s.DecideIfMatch(ctx, p, via, id, 0, decision, reason)
+}
+
+// DecideIfMatch is Decide refusing with 412 VERSION_MISMATCH unless the
+// request is at version ifMatch (0: any), as an If-Match header asks.
+func (s *Service) DecideIfMatch(ctx context.Context, p identity.Principal, via string, id uuid.UUID, ifMatch int64, decision, reason string) (*Approval, error) {
 	reason = strings.TrimSpace(reason)
 	switch {
 	case decision != DecisionApprove && decision != DecisionDeny:
@@ -68,6 +75,9 @@ func (s *Service) Decide(ctx context.Context, p identity.Principal, via string, 
 		now := s.policy.now()
 		a, err := approvalGetForUpdate(ctx, tx, id)
 		if err != nil {
+			return err
+		}
+		if err := checkIfMatch(a, ifMatch); err != nil {
 			return err
 		}
 		u, err := identity.UserGetByID(ctx, tx, p.UserID)
@@ -139,11 +149,20 @@ func (s *Service) Decide(ctx context.Context, p identity.Principal, via string, 
 
 // Cancel withdraws a pending request; only its requester may.
 func (s *Service) Cancel(ctx context.Context, p identity.Principal, via string, id uuid.UUID) (*Approval, error) {
+	return s.CancelIfMatch(ctx, p, via, id, 0)
+}
+
+// CancelIfMatch is Cancel refusing with 412 VERSION_MISMATCH unless the
+// request is at version ifMatch (0: any).
+func (s *Service) CancelIfMatch(ctx context.Context, p identity.Principal, via string, id uuid.UUID, ifMatch int64) (*Approval, error) {
 	var out *Approval
 	err := store.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
 		now := s.policy.now()
 		a, err := approvalGetForUpdate(ctx, tx, id)
 		if err != nil {
+			return err
+		}
+		if err := checkIfMatch(a, ifMatch); err != nil {
 			return err
 		}
 		if a.RequestedBy.ID != p.UserID {
@@ -302,4 +321,15 @@ func (s *Service) Wait(ctx context.Context, id uuid.UUID, d time.Duration) (*App
 		}
 	}
 	return a, nil
+}
+
+// checkIfMatch refuses a decision or cancellation made on a version of
+// the request the caller no longer sees (a decision or expiry came first).
+func checkIfMatch(a *Approval, ifMatch int64) error {
+	if ifMatch != 0 && ifMatch != a.Version {
+		return problem.New(http.StatusPreconditionFailed, capability.CodeVersionMismatch,
+			fmt.Sprintf("approval %s is at version %d, not %d: read it again before deciding", a.ID, a.Version, ifMatch)).
+			With("current_version", a.Version)
+	}
+	return nil
 }
