@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"regexp"
 	"strconv"
@@ -25,6 +26,23 @@ type config struct {
 	HTTP        server.Config
 	MaxConns    int32
 	App         app.Config
+	// SecureCookies forces the inbox's cookies Secure (behind a TLS proxy
+	// that does not say so in X-Forwarded-Proto).
+	SecureCookies bool
+}
+
+// boolSetting reads a true/false setting; unset is false, anything
+// strconv.ParseBool does not read is refused by name.
+func boolSetting(e env, key string) (bool, error) {
+	v := e.get(key, "")
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s must be true or false, not %q", key, v)
+	}
+	return b, nil
 }
 
 var numberPrefixRE = regexp.MustCompile(`^[A-Z][A-Z0-9]{0,9}$`)
@@ -34,13 +52,27 @@ func loadConfig(e env) (config, error) {
 	c.HTTP.Addr = e.get("INVOICED_ADDR", c.HTTP.Addr)
 	if _, port, err := net.SplitHostPort(c.HTTP.Addr); err != nil || port == "" {
 		return c, fmt.Errorf("INVOICED_ADDR must be host:port or :port, not %q", c.HTTP.Addr)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return c, fmt.Errorf("INVOICED_ADDR's port must be a number from 0 to 65535, not %q", port)
+	}
+	if v := e.get("INVOICED_LOG_LEVEL", ""); v != "" {
+		var l slog.Level
+		if err := l.UnmarshalText([]byte(v)); err != nil {
+			return c, fmt.Errorf("INVOICED_LOG_LEVEL must be debug, info, warn or error, not %q", v)
+		}
 	}
 	c.HTTP.BodyLimit = e.get("INVOICED_BODY_LIMIT", c.HTTP.BodyLimit)
 	// Echo panics on a limit it cannot parse; refuse it here, by name.
 	if n, err := bytes.Parse(c.HTTP.BodyLimit); err != nil || n < 1 {
 		return c, fmt.Errorf("INVOICED_BODY_LIMIT must be a size such as 1M or 512K, not %q", c.HTTP.BodyLimit)
 	}
-	c.HTTP.TrustProxyHeaders = e.get("INVOICED_TRUST_PROXY_HEADERS", "") == "true"
+	var err error
+	if c.HTTP.TrustProxyHeaders, err = boolSetting(e, "INVOICED_TRUST_PROXY_HEADERS"); err != nil {
+		return c, err
+	}
+	if c.SecureCookies, err = boolSetting(e, "INVOICED_SECURE_COOKIES"); err != nil {
+		return c, err
+	}
 	if v := e.get("INVOICED_DB_MAX_CONNS", ""); v != "" {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || n < 1 {
@@ -155,7 +187,7 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 	// Cookies are Secure when the request came over TLS (or says so in
 	// X-Forwarded-Proto); INVOICED_SECURE_COOKIES=true forces it.
 	webCfg := web.DefaultConfig()
-	webCfg.SecureCookies = e.get("INVOICED_SECURE_COOKIES", "") == "true"
+	webCfg.SecureCookies = cfg.SecureCookies
 	cfg.App.Web = &webCfg
 	a, err := app.New(ctx, cfg.App, pool, log)
 	if err != nil {

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/invoiced/invoiced/store/storetest"
+	"github.com/stretchr/testify/require"
+)
+
+// README: "All settings come from the environment; `invoiced serve` refuses
+// a bad value at start, naming the variable." The database URL points
+// nowhere, so only a refusal of the setting itself can name it.
+func TestServeRefusesBadBooleanAndLogLevelSettings(t *testing.T) {
+	t.Parallel()
+	for key, val := range map[string]string{
+		"INVOICED_LOG_LEVEL":           "verbose",
+		"INVOICED_TRUST_PROXY_HEADERS": "yes",
+		"INVOICED_SECURE_COOKIES":      "sometimes",
+	} {
+		t.Run(key, func(t *testing.T) {
+			r := invoke(context.Background(), env{key: val, "DATABASE_URL": "postgres://postgres@127.0.0.1:1/x?sslmode=disable&connect_timeout=2"}, "serve")
+			require.Equal(t, 1, r.code, key)
+			require.Contains(t, r.stderr, key, "serve must refuse %s=%q naming it", key, val)
+		})
+	}
+}
+
+// A port out of range is refused by name at start, not by a net error
+// after the database and the app were set up.
+func TestServeRefusesBadAddrPortNamingIt(t *testing.T) {
+	t.Parallel()
+	e := env{"DATABASE_URL": storetest.URL(t), "INVOICED_ADDR": "127.0.0.1:99999"}
+	r := invoke(context.Background(), e, "serve")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "INVOICED_ADDR")
+}
