@@ -261,6 +261,33 @@ func TestEventsStreamStatusChanges(t *testing.T) {
 	require.Contains(t, frame.String(), `"id":"`+id+`"`)
 }
 
+// An EventSource that reconnects (it sends the last id it saw) is told to
+// re-read first: what changed while it was away is not replayed.
+func TestEventsStreamTellsAReconnectingClientToResync(t *testing.T) {
+	t.Parallel()
+	h := apptest.New(t, apptest.Options{})
+	_, tok := h.User(t, "clara", identity.RoleClerk)
+	read := func(lastID string) string {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, "GET", h.URL+"/v1/approvals/events", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		buf := make([]byte, 256)
+		n, err := resp.Body.Read(buf)
+		require.NoError(t, err)
+		return string(buf[:n])
+	}
+	require.Equal(t, ": approvals\n\n", read(""))
+	require.Equal(t, ": approvals\n\nevent: resync\ndata: {}\n\n", read("0190a5a0-0000-7000-8000-000000000001.2"))
+}
+
 // TestShutdownEndsStreamsAndPolls: graceful shutdown is not held for its
 // grace period by open event streams and long polls.
 func TestShutdownEndsStreamsAndPolls(t *testing.T) {

@@ -244,18 +244,36 @@ func (h *Handler) Events(c echo.Context) error {
 	}
 	changes, stop := h.Hub.Subscribe()
 	defer stop()
-	return streamEvents(c.Request().Context(), c.Response(), changes)
+	// EventSource sends the last id it saw when it reconnects: whatever
+	// changed while it was away is not replayed, so it must re-read.
+	reconnected := c.Request().Header.Get("Last-Event-ID") != ""
+	return streamEvents(c.Request().Context(), c.Response(), changes, reconnected)
 }
+
+// sseWriteTimeout bounds one frame's write: a client that stops reading
+// (its socket buffer full) ends its stream instead of holding a handler,
+// and graceful shutdown, until TCP gives up. Two heartbeats' time.
+const sseWriteTimeout = 2 * sseHeartbeat
 
 // streamEvents writes changes to w as Server-Sent Events until ctx ends,
 // the client goes away or changes closes (the hub dropped a lagging
 // subscriber, or is shutting down: the client must resync).
-func streamEvents(ctx context.Context, w *echo.Response, changes <-chan Change) error {
+func streamEvents(ctx context.Context, w *echo.Response, changes <-chan Change, reconnected bool) error {
 	w.Header().Set(echo.HeaderContentType, "text/event-stream")
 	w.Header().Set(echo.HeaderCacheControl, "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if _, err := io.WriteString(w, ": approvals\n\n"); err != nil {
+	rc := http.NewResponseController(w)
+	// Where the writer has no deadlines (tests' recorders) the stream
+	// simply has none.
+	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout)) }
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	deadline()
+	opening := ": approvals\n\n"
+	if reconnected {
+		opening += "event: resync\ndata: {}\n\n"
+	}
+	if _, err := io.WriteString(w, opening); err != nil {
 		return nil //nolint:nilerr // the client went away
 	}
 	w.Flush()
@@ -279,6 +297,7 @@ func streamEvents(ctx context.Context, w *echo.Response, changes <-chan Change) 
 				return err
 			}
 		}
+		deadline()
 		if _, err := io.WriteString(w, frame); err != nil {
 			return nil //nolint:nilerr // the client went away
 		}
