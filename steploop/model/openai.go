@@ -138,6 +138,16 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 		}
 		return Step{}, fmt.Errorf("model stream: %w", err)
 	}
+	// The SSE decoder takes a body that simply ends for a finished stream:
+	// without a finish_reason the step is cut off (a dropped connection
+	// mid-answer, half a tool call's arguments) or was never a stream (a
+	// proxy's page, an endpoint ignoring stream=true). Neither is an answer.
+	if step.FinishReason == "" {
+		if ctx.Err() != nil {
+			return Step{}, ctx.Err()
+		}
+		return Step{}, errors.New("model stream: it ended without a finish_reason: the connection was cut, or the endpoint does not stream Chat Completions")
+	}
 	step.Text = string(text)
 	idx := make([]int64, 0, len(calls))
 	for i := range calls {

@@ -1,0 +1,52 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func fakeProvider(t *testing.T, h http.HandlerFunc) *OpenAI {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	p, err := NewOpenAI(OpenAIConfig{BaseURL: srv.URL + "/v1", APIKey: "sk-test", Model: "m", MaxRetries: -1})
+	require.NoError(t, err)
+	return p
+}
+
+// A stream cut off before its finish_reason and [DONE] (proxy timeout,
+// model server crash, connection reset) must not be taken for a complete
+// answer.
+func TestOpenAICutOffStreamIsAnError(t *testing.T) {
+	t.Parallel()
+	p := fakeProvider(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Invoice INV-1 is approved and will be iss"}}]}`+"\n\n")
+		fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"issue-invoice","arguments":"{\"invoice_id\":\"0190"}}]}}]}`+"\n\n")
+		// connection ends here: no finish_reason, no [DONE]
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	step, err := p.Stream(ctx, Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}, func(string) error { return nil })
+	require.Error(t, err, "truncated stream accepted as a complete step: %+v", step)
+}
+
+// A 200 answer that is not an event stream (a server ignoring stream=true,
+// or a proxy's HTML page) must not become an empty, successful step.
+func TestOpenAINonStreamAnswerIsAnError(t *testing.T) {
+	t.Parallel()
+	p := fakeProvider(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Here are your invoices."},"finish_reason":"stop"}]}`)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	step, err := p.Stream(ctx, Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}, func(string) error { return nil })
+	require.Error(t, err, "non-SSE body accepted as an empty step: %+v", step)
+}
