@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -24,13 +25,26 @@ type OpenAIConfig struct {
 	// MaxRetries is openai-go's retry count for failed requests before
 	// the stream starts; 0 uses 2, negative disables retries.
 	MaxRetries int
+	// IdleTimeout ends a step whose endpoint sends nothing for this long,
+	// before its first token or between two; 0 uses DefaultIdleTimeout.
+	IdleTimeout time.Duration
 }
+
+// DefaultIdleTimeout is how long a model step may go without a byte: long
+// enough for a large prompt's first token on a slow local model, short
+// enough that a stalled endpoint does not hold a conversation's lease for
+// the request's whole 9.5 minutes.
+const DefaultIdleTimeout = 60 * time.Second
+
+// errIdle is the cause of a step cancelled by IdleTimeout.
+var errIdle = errors.New("model endpoint idle")
 
 // OpenAI streams Chat Completions with tool calls from any
 // OpenAI-compatible endpoint.
 type OpenAI struct {
 	client openai.Client
 	model  string
+	idle   time.Duration
 }
 
 // NewOpenAI returns the provider; Model is required.
@@ -50,7 +64,11 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 		retries = 0
 	}
 	opts = append(opts, option.WithMaxRetries(retries))
-	return &OpenAI{client: openai.NewClient(opts...), model: cfg.Model}, nil
+	idle := cfg.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	return &OpenAI{client: openai.NewClient(opts...), model: cfg.Model, idle: idle}, nil
 }
 
 // Stream implements Provider.
@@ -93,6 +111,11 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 		}))
 	}
 
+	parent := ctx
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := time.AfterFunc(o.idle, func() { cancel(errIdle) })
+	defer idle.Stop()
 	stream := o.client.Chat.Completions.NewStreaming(ctx, params)
 	defer stream.Close()
 	var (
@@ -101,6 +124,7 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 		calls = map[int64]*ToolCall{}
 	)
 	for stream.Next() {
+		idle.Reset(o.idle)
 		chunk := stream.Current()
 		if len(chunk.Choices) == 0 {
 			continue
@@ -132,9 +156,12 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 			step.FinishReason = ch.FinishReason
 		}
 	}
+	if errors.Is(context.Cause(ctx), errIdle) && parent.Err() == nil {
+		return Step{}, fmt.Errorf("model stream: the endpoint sent nothing for %s (INVOICED_MODEL_IDLE_TIMEOUT)", o.idle)
+	}
 	if err := stream.Err(); err != nil {
-		if ctx.Err() != nil {
-			return Step{}, ctx.Err()
+		if parent.Err() != nil {
+			return Step{}, parent.Err()
 		}
 		return Step{}, fmt.Errorf("model stream: %w", err)
 	}
@@ -143,8 +170,8 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 	// mid-answer, half a tool call's arguments) or was never a stream (a
 	// proxy's page, an endpoint ignoring stream=true). Neither is an answer.
 	if step.FinishReason == "" {
-		if ctx.Err() != nil {
-			return Step{}, ctx.Err()
+		if parent.Err() != nil {
+			return Step{}, parent.Err()
 		}
 		return Step{}, errors.New("model stream: it ended without a finish_reason: the connection was cut, or the endpoint does not stream Chat Completions")
 	}

@@ -50,3 +50,47 @@ func TestOpenAINonStreamAnswerIsAnError(t *testing.T) {
 	step, err := p.Stream(ctx, Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}, func(string) error { return nil })
 	require.Error(t, err, "non-SSE body accepted as an empty step: %+v", step)
 }
+
+// An endpoint that stops sending (before its first token or between two)
+// ends the step after IdleTimeout with an error naming the setting,
+// instead of holding the conversation for the request's whole deadline.
+func TestOpenAIIdleEndpointTimesOut(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Thinking"}}]}`+"\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	p, err := NewOpenAI(OpenAIConfig{BaseURL: srv.URL + "/v1", APIKey: "sk-test", Model: "m", MaxRetries: -1, IdleTimeout: 200 * time.Millisecond})
+	require.NoError(t, err)
+	start := time.Now()
+	var got string
+	_, err = p.Stream(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}, func(d string) error { got += d; return nil })
+	require.ErrorContains(t, err, "INVOICED_MODEL_IDLE_TIMEOUT")
+	require.Equal(t, "Thinking", got, "what arrived was streamed")
+	require.Less(t, time.Since(start), 5*time.Second)
+}
+
+func TestModelIdleTimeoutSettingIsChecked(t *testing.T) {
+	t.Parallel()
+	get := func(v string) func(string) string {
+		return func(k string) string {
+			return map[string]string{"INVOICED_MODEL_PROVIDER": "openai", "INVOICED_MODEL_NAME": "m", "INVOICED_MODEL_IDLE_TIMEOUT": v}[k]
+		}
+	}
+	_, err := FromSettings(get("soon"))
+	require.ErrorContains(t, err, "INVOICED_MODEL_IDLE_TIMEOUT")
+	p, err := FromSettings(get("90s"))
+	require.NoError(t, err)
+	require.Equal(t, 90*time.Second, p.(*OpenAI).idle)
+	p, err = FromSettings(get(""))
+	require.NoError(t, err)
+	require.Equal(t, DefaultIdleTimeout, p.(*OpenAI).idle)
+}

@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrNotConfigured is FromSettings' answer when INVOICED_MODEL_PROVIDER is
@@ -16,16 +17,26 @@ var ErrNotConfigured = errors.New("no model provider configured (INVOICED_MODEL_
 //	INVOICED_MODEL_BASE_URL  openai: the API root (default https://api.openai.com/v1)
 //	INVOICED_MODEL_API_KEY   openai: the key, sent as a Bearer token
 //	INVOICED_MODEL_NAME      openai: the model name (required)
+//	INVOICED_MODEL_IDLE_TIMEOUT openai: how long a step may go without a byte (default 60s)
 //	INVOICED_MODEL_SCRIPT    scripted: the script file (see Script)
 func FromSettings(get func(key string) string) (Provider, error) {
 	switch p := get("INVOICED_MODEL_PROVIDER"); p {
 	case "":
 		return nil, ErrNotConfigured
 	case "openai":
+		var idle time.Duration
+		if v := get("INVOICED_MODEL_IDLE_TIMEOUT"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("INVOICED_MODEL_IDLE_TIMEOUT must be a positive duration such as 60s, not %q", v)
+			}
+			idle = d
+		}
 		return NewOpenAI(OpenAIConfig{
-			BaseURL: get("INVOICED_MODEL_BASE_URL"),
-			APIKey:  get("INVOICED_MODEL_API_KEY"),
-			Model:   get("INVOICED_MODEL_NAME"),
+			BaseURL:     get("INVOICED_MODEL_BASE_URL"),
+			APIKey:      get("INVOICED_MODEL_API_KEY"),
+			Model:       get("INVOICED_MODEL_NAME"),
+			IdleTimeout: idle,
 		})
 	case "scripted":
 		path := get("INVOICED_MODEL_SCRIPT")
