@@ -335,6 +335,13 @@ func TestSessionCookieAuthenticatesV1(t *testing.T) {
 	require.NoError(t, identity.UserSetDisabled(context.Background(), b.h.Pool, u.ID, true))
 	require.Equal(t, http.StatusUnauthorized, br.do(http.MethodGet, "/v1/me", nil).status)
 	require.Equal(t, http.StatusSeeOther, br.do(http.MethodGet, "/inbox", nil).status)
+
+	// Enabling them again does not bring the old session back.
+	require.NoError(t, identity.UserSetDisabled(context.Background(), b.h.Pool, u.ID, false))
+	require.Equal(t, http.StatusUnauthorized, br.do(http.MethodGet, "/v1/me", nil).status)
+	var n int
+	require.NoError(t, b.h.Pool.QueryRow(context.Background(), `SELECT count(*) FROM web_sessions WHERE user_id = $1`, u.ID).Scan(&n))
+	require.Zero(t, n)
 }
 
 func TestSignInRedirectStaysOnSite(t *testing.T) {
