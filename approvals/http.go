@@ -158,7 +158,7 @@ type decisionBody struct {
 // the body's string member in a refusal of bytes that are not UTF-8 (the
 // decoder would quietly turn them into U+FFFD).
 func decodeOptional(c echo.Context, v any, field string) error {
-	body, err := io.ReadAll(c.Request().Body)
+	body, err := server.ReadBody(c)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -94,7 +93,7 @@ type invokeBody struct {
 // control calling a capability directly, with no model and no frontend
 // confirmation, so consequential capabilities still meet their gate.
 func (h *HTTP) Invoke(c echo.Context) error {
-	raw, err := io.ReadAll(c.Request().Body)
+	raw, err := server.ReadBody(c)
 	if err != nil {
 		return err // the body limit's 413
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
@@ -230,7 +231,7 @@ func Middleware(db store.Executor) echo.MiddlewareFunc {
 			if err != nil {
 				return err
 			}
-			body, err := io.ReadAll(req.Body)
+			body, err := server.ReadBody(c)
 			if err != nil {
 				return err // the body limit's 413
 			}

@@ -2,7 +2,6 @@ package invoices
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,7 +25,7 @@ type Handler struct {
 // body reads the JSON object of a request (empty means {}), and sets key
 // to the path id. Invalid UTF-8 is left to Prepare, which names the field.
 func body(c echo.Context, key, id string) (json.RawMessage, error) {
-	raw, err := io.ReadAll(c.Request().Body)
+	raw, err := server.ReadBody(c)
 	if err != nil {
 		return nil, err // the body limit's 413
 	}

@@ -124,6 +124,29 @@ func unavailable(err error) error {
 	return p
 }
 
+// ReadBody reads the whole request body. Over the body limit it is the
+// limit's 413; any other failure (the client stalled past the read
+// timeout, or hung up) is a 400 naming the body, not a 500: nothing on
+// this side failed.
+func ReadBody(c echo.Context) ([]byte, error) {
+	return readAll(c.Request().Body)
+}
+
+func readAll(r io.Reader) ([]byte, error) {
+	raw, err := io.ReadAll(r)
+	if err == nil {
+		return raw, nil
+	}
+	var he *echo.HTTPError
+	var mbe *http.MaxBytesError
+	if errors.As(err, &he) || errors.As(err, &mbe) {
+		return nil, err
+	}
+	p := problem.BadRequest(problem.CodeBadRequest, "the request body could not be read: it ended early or arrived too slowly")
+	p.Err = err
+	return nil, p
+}
+
 // DecodeJSON strictly decodes the request body into v: malformed JSON is
 // 400 MALFORMED_JSON, an unknown field or a wrong type is 422
 // VALIDATION_FAILED naming the field, a body over the limit is 413.
@@ -133,8 +156,11 @@ func DecodeJSON(c echo.Context, v any) error {
 
 // DecodeJSONReader is DecodeJSON over any reader (used by fuzz tests).
 func DecodeJSONReader(r io.Reader, v any) error {
-	raw, err := io.ReadAll(r)
+	raw, err := readAll(r)
 	if err != nil {
+		if _, ok := problem.As(err); ok {
+			return err
+		}
 		return decodeError(err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
