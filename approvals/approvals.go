@@ -155,11 +155,15 @@ func approvalGetForUpdate(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*Approv
 }
 
 func approvalGet(ctx context.Context, db store.Executor, id uuid.UUID, lock string) (*Approval, error) {
-	a, err := scanApproval(db.QueryRow(ctx, `SELECT `+approvalColumns+approvalFrom+` WHERE r.id = $1`+lock, id))
+	var a *Approval
+	err := store.ReadSnapshot(ctx, db, func(db store.Executor) error {
+		var err error
+		if a, err = scanApproval(db.QueryRow(ctx, `SELECT `+approvalColumns+approvalFrom+` WHERE r.id = $1`+lock, id)); err != nil {
+			return store.MapError(err, "approval")
+		}
+		return decisionsLoad(ctx, db, []*Approval{a})
+	})
 	if err != nil {
-		return nil, store.MapError(err, "approval")
-	}
-	if err := decisionsLoad(ctx, db, []*Approval{a}); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -223,21 +227,26 @@ func ApprovalList(ctx context.Context, db store.Executor, p ListParams) ([]*Appr
 	if p.After != nil {
 		after = *p.After
 	}
-	rows, err := db.Query(ctx, `SELECT `+approvalColumns+approvalFrom+`
-		WHERE ($1 = '' OR r.status = $1) AND ($2::uuid IS NULL OR r.id < $2)
-		ORDER BY r.id DESC LIMIT $3`, string(p.Status), after, p.Limit+1)
+	var (
+		out  []*Approval
+		more bool
+	)
+	err := store.ReadSnapshot(ctx, db, func(db store.Executor) error {
+		rows, err := db.Query(ctx, `SELECT `+approvalColumns+approvalFrom+`
+			WHERE ($1 = '' OR r.status = $1) AND ($2::uuid IS NULL OR r.id < $2)
+			ORDER BY r.id DESC LIMIT $3`, string(p.Status), after, p.Limit+1)
+		if err != nil {
+			return store.MapError(err, "approvals")
+		}
+		if out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Approval, error) { return scanApproval(r) }); err != nil {
+			return store.MapError(err, "approvals")
+		}
+		if more = len(out) > p.Limit; more {
+			out = out[:p.Limit]
+		}
+		return decisionsLoad(ctx, db, out)
+	})
 	if err != nil {
-		return nil, false, store.MapError(err, "approvals")
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Approval, error) { return scanApproval(r) })
-	if err != nil {
-		return nil, false, store.MapError(err, "approvals")
-	}
-	more := len(out) > p.Limit
-	if more {
-		out = out[:p.Limit]
-	}
-	if err := decisionsLoad(ctx, db, out); err != nil {
 		return nil, false, err
 	}
 	return out, more, nil

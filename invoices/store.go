@@ -195,34 +195,11 @@ func InvoiceCreate(ctx context.Context, db store.Executor, inv *Invoice) (*Invoi
 	return out, nil
 }
 
-// readSnapshot runs fn on one snapshot of the database. An invoice is read
-// in two statements (the row, then its lines), and on a pool each would see
-// the database at its own moment: an edit committed in between showed lines
-// that did not add up to the totals. On a pool fn runs in a read-only
-// REPEATABLE READ transaction; inside a caller's transaction it joins it.
-func readSnapshot(ctx context.Context, db store.Executor, fn func(db store.Executor) error) error {
-	b, ok := db.(interface {
-		BeginTx(context.Context, pgx.TxOptions) (pgx.Tx, error)
-	})
-	if !ok {
-		return fn(db)
-	}
-	tx, err := b.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return mapError(err, "invoice")
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return mapError(tx.Commit(ctx), "invoice")
-}
-
 // InvoiceGetByID returns one invoice with its lines, both read in one
 // snapshot.
 func InvoiceGetByID(ctx context.Context, db store.Executor, id uuid.UUID) (*Invoice, error) {
 	var inv *Invoice
-	err := readSnapshot(ctx, db, func(db store.Executor) error {
+	err := store.ReadSnapshot(ctx, db, func(db store.Executor) error {
 		var err error
 		if inv, err = scanInvoice(db.QueryRow(ctx, `SELECT `+invoiceColumns+` FROM invoices WHERE id = $1`, id)); err != nil {
 			return mapError(err, "invoice")
@@ -433,7 +410,7 @@ func InvoiceList(ctx context.Context, db store.Executor, f InvoiceFilter, p Page
 	}
 	q += fmt.Sprintf(` ORDER BY created_at, id LIMIT %d`, p.Limit)
 	var out []*Invoice
-	err := readSnapshot(ctx, db, func(db store.Executor) error {
+	err := store.ReadSnapshot(ctx, db, func(db store.Executor) error {
 		rows, err := db.Query(ctx, q, args...)
 		if err != nil {
 			return mapError(err, "invoices")

@@ -97,6 +97,30 @@ func describe(pc *pgxpool.Config) string {
 	return fmt.Sprintf("host=%s port=%d database=%s user=%s", pc.ConnConfig.Host, pc.ConnConfig.Port, pc.ConnConfig.Database, pc.ConnConfig.User)
 }
 
+// ReadSnapshot runs fn on one snapshot of the database, for a read made of
+// several statements (a row, then its children): on a pool each statement
+// would see the database at its own moment, and a write committed in
+// between showed, say, invoice lines that did not add up to the totals
+// beside them. On a pool fn runs in a read-only REPEATABLE READ
+// transaction; given a transaction, fn joins it.
+func ReadSnapshot(ctx context.Context, db Executor, fn func(db Executor) error) error {
+	b, ok := db.(interface {
+		BeginTx(context.Context, pgx.TxOptions) (pgx.Tx, error)
+	})
+	if !ok {
+		return fn(db)
+	}
+	tx, err := b.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return MapError(err, "snapshot")
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return MapError(tx.Commit(ctx), "snapshot")
+}
+
 // maxTxAttempts bounds WithTx retries: 5 attempts with 5–80 ms jittered
 // backoff cover typical serialization conflicts without hiding a livelock.
 const maxTxAttempts = 5
