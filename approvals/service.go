@@ -77,7 +77,7 @@ func (s *Service) DecideIfMatch(ctx context.Context, p identity.Principal, via s
 		if err != nil {
 			return err
 		}
-		if err := checkIfMatch(a, ifMatch); err != nil {
+		if err := capability.CheckIfMatch(ifMatch, a.Version); err != nil {
 			return err
 		}
 		u, err := identity.UserGetByID(ctx, tx, p.UserID)
@@ -162,7 +162,7 @@ func (s *Service) CancelIfMatch(ctx context.Context, p identity.Principal, via s
 		if err != nil {
 			return err
 		}
-		if err := checkIfMatch(a, ifMatch); err != nil {
+		if err := capability.CheckIfMatch(ifMatch, a.Version); err != nil {
 			return err
 		}
 		if a.RequestedBy.ID != p.UserID {
@@ -321,15 +321,4 @@ func (s *Service) Wait(ctx context.Context, id uuid.UUID, d time.Duration) (*App
 		}
 	}
 	return a, nil
-}
-
-// checkIfMatch refuses a decision or cancellation made on a version of
-// the request the caller no longer sees (a decision or expiry came first).
-func checkIfMatch(a *Approval, ifMatch int64) error {
-	if ifMatch != 0 && ifMatch != a.Version {
-		return problem.New(http.StatusPreconditionFailed, capability.CodeVersionMismatch,
-			fmt.Sprintf("approval %s is at version %d, not %d: read it again before deciding", a.ID, a.Version, ifMatch)).
-			With("current_version", a.Version)
-	}
-	return nil
 }

@@ -44,6 +44,17 @@ func ParseIfMatch(h string) (int64, error) {
 	return n, nil
 }
 
+// CheckIfMatch honours an If-Match version (0: none was sent): another
+// version than current is 412 VERSION_MISMATCH naming the current one.
+func CheckIfMatch(ifMatch, current int64) error {
+	if ifMatch != 0 && ifMatch != current {
+		return problem.New(http.StatusPreconditionFailed, CodeVersionMismatch,
+			fmt.Sprintf("the resource is at version %d; fetch it again and retry with its ETag", current)).
+			With("current_version", current)
+	}
+	return nil
+}
+
 // HTTP serves a Registry over HTTP and runs capabilities for the REST
 // routes, so every path builds its Call the same way.
 type HTTP struct {

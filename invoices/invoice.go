@@ -7,7 +7,6 @@ package invoices
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -71,21 +70,6 @@ func Transition(current Status, action Action) (Status, error) {
 		return "", e.With("current_status", string(current))
 	}
 	return t.to, nil
-}
-
-// versionMismatch is the 412 for an If-Match naming another version.
-func versionMismatch(current int64) error {
-	e := problem.New(http.StatusPreconditionFailed, CodeVersionMismatch,
-		fmt.Sprintf("the resource is at version %d; fetch it again and retry with its ETag", current))
-	return e.With("current_version", current)
-}
-
-// checkIfMatch honours an If-Match version (0: none was sent).
-func checkIfMatch(ifMatch, current int64) error {
-	if ifMatch != 0 && ifMatch != current {
-		return versionMismatch(current)
-	}
-	return nil
 }
 
 // Customer is someone invoices are addressed to.

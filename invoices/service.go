@@ -180,7 +180,7 @@ func (s *Service) CustomerUpdate(ctx context.Context, call capability.Call) (any
 		if err != nil {
 			return err
 		}
-		if err := checkIfMatch(call.IfMatch, c.Version); err != nil {
+		if err := capability.CheckIfMatch(call.IfMatch, c.Version); err != nil {
 			return err
 		}
 		if in.Name != nil {
@@ -369,7 +369,7 @@ func (s *Service) DraftUpdate(ctx context.Context, call capability.Call) (any, e
 		if err != nil {
 			return err
 		}
-		if err := checkIfMatch(call.IfMatch, inv.Version); err != nil {
+		if err := capability.CheckIfMatch(call.IfMatch, inv.Version); err != nil {
 			return err
 		}
 		if _, err := Transition(inv.Status, ActionUpdate); err != nil {
@@ -475,7 +475,7 @@ func lockForAction(ctx context.Context, tx pgx.Tx, call capability.Call, id uuid
 	if err != nil {
 		return nil, err
 	}
-	if err := checkIfMatch(call.IfMatch, inv.Version); err != nil {
+	if err := capability.CheckIfMatch(call.IfMatch, inv.Version); err != nil {
 		return nil, err
 	}
 	if _, err := Transition(inv.Status, action); err != nil {
