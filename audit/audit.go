@@ -125,17 +125,11 @@ func Verify(ctx context.Context, db store.Executor) (int64, error) {
 	return h.Seq, err
 }
 
-// VerifyHead verifies the chain as Verify does and returns its head, for
-// the operator to keep (and pass to VerifyAnchored later).
-func VerifyHead(ctx context.Context, db store.Executor) (Head, error) {
-	return verify(ctx, db, nil)
-}
-
-// VerifyAnchored verifies the chain as Verify does and also that it still
-// holds anchor, a head recorded earlier: that neither it nor an event
-// before it was removed or changed. It returns the head it verified.
-func VerifyAnchored(ctx context.Context, db store.Executor, anchor Head) (Head, error) {
-	return verify(ctx, db, &anchor)
+// VerifyAnchored verifies the chain as Verify does and returns its head,
+// for the operator to keep. Given anchor, a head recorded earlier, it also
+// checks that neither it nor an event before it was removed or changed.
+func VerifyAnchored(ctx context.Context, db store.Executor, anchor *Head) (Head, error) {
+	return verify(ctx, db, anchor)
 }
 
 func verify(ctx context.Context, db store.Executor, anchor *Head) (Head, error) {

@@ -22,7 +22,7 @@ func TestVerifyAnchoredDetectsRemovedNewestEvents(t *testing.T) {
 	for i := range 5 {
 		appendOne(ctx, t, pool, i)
 	}
-	anchor, err := audit.VerifyAnchored(ctx, pool, audit.Head{Seq: 1, Hash: headHash(ctx, t, pool, 1)})
+	anchor, err := audit.VerifyAnchored(ctx, pool, &audit.Head{Seq: 1, Hash: headHash(ctx, t, pool, 1)})
 	require.NoError(t, err)
 	require.EqualValues(t, 5, anchor.Seq)
 	parsed, err := audit.ParseHead(anchor.String())
@@ -30,7 +30,7 @@ func TestVerifyAnchoredDetectsRemovedNewestEvents(t *testing.T) {
 	require.Equal(t, anchor, parsed)
 
 	appendOne(ctx, t, pool, 5)
-	later, err := audit.VerifyAnchored(ctx, pool, anchor)
+	later, err := audit.VerifyAnchored(ctx, pool, &anchor)
 	require.NoError(t, err, "a chain that grew past its anchor is intact")
 	require.EqualValues(t, 6, later.Seq)
 
@@ -41,12 +41,12 @@ func TestVerifyAnchoredDetectsRemovedNewestEvents(t *testing.T) {
 	n, err := audit.Verify(ctx, pool)
 	require.NoError(t, err, "without an anchor the shortened chain looks whole")
 	require.EqualValues(t, 3, n)
-	_, err = audit.VerifyAnchored(ctx, pool, anchor)
+	_, err = audit.VerifyAnchored(ctx, pool, &anchor)
 	var broken *audit.BrokenError
 	require.ErrorAs(t, err, &broken)
 	require.Contains(t, broken.Reason, "events were removed")
 
-	_, err = audit.VerifyAnchored(ctx, pool, audit.Head{Seq: 2, Hash: headHash(ctx, t, pool, 3)})
+	_, err = audit.VerifyAnchored(ctx, pool, &audit.Head{Seq: 2, Hash: headHash(ctx, t, pool, 3)})
 	require.ErrorAs(t, err, &broken, "an anchor whose hash the chain does not hold")
 	require.EqualValues(t, 2, broken.Seq)
 

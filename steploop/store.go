@@ -122,8 +122,9 @@ func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id st
 		return nil, false, fmt.Errorf("marshal parts: %w", err)
 	}
 	l := Lease{token: uuid.New(), created: true}
+	_, inTx := db.(pgx.Tx)
 	var async *string
-	if _, inTx := db.(pgx.Tx); !inTx {
+	if !inTx {
 		off := "off"
 		async = &off
 	}
@@ -150,7 +151,7 @@ func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id st
 		// went away while its answer was read): give the lease back, or
 		// the conversation would be busy until it expires. Only a lease
 		// with this token is released, so this is safe when it did not.
-		if _, inTx := db.(pgx.Tx); !inTx {
+		if !inTx {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			_ = ConversationRelease(rctx, db, &Lease{Conversation: Conversation{ID: id}, token: l.token})
 			cancel()

@@ -39,12 +39,7 @@ func cmdAudit(ctx context.Context, e env, args []string, stdout, stderr io.Write
 		return err
 	}
 	defer pool.Close()
-	var head audit.Head
-	if anchor != nil {
-		head, err = audit.VerifyAnchored(ctx, pool, *anchor)
-	} else {
-		head, err = audit.VerifyHead(ctx, pool)
-	}
+	head, err := audit.VerifyAnchored(ctx, pool, anchor)
 	if err != nil {
 		return fmt.Errorf("%w (%d events before it verified)", err, head.Seq)
 	}
