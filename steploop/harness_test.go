@@ -59,6 +59,10 @@ var script = model.Script{Rules: []model.ScriptRule{
 		{ToolCalls: []model.ScriptToolCall{{Name: "lookup-thing", Input: json.RawMessage(`{"key":"a\u0000b"}`)}}},
 		{Text: "Never stored."},
 	}},
+	{Match: "boom", Steps: []model.ScriptStep{
+		{ToolCalls: []model.ScriptToolCall{{Name: "boom", Input: json.RawMessage(`{}`)}}},
+		{Text: "Done."},
+	}},
 	{Match: "wait", Steps: []model.ScriptStep{
 		{ToolCalls: []model.ScriptToolCall{{Name: "wait-thing", Input: json.RawMessage(`{}`)}}},
 		{Text: "Waited."},
@@ -265,6 +269,15 @@ func setup(t *testing.T) *bundle {
 				case <-ctx.Done():
 					return nil, ctx.Err()
 				}
+			},
+		},
+		capability.Capability{
+			Descriptor: capability.Descriptor{Name: "boom", Description: "Has a bug.", Risk: capability.RiskRead,
+				InputSchema: json.RawMessage(`{"type":"object"}`)},
+			Handler: func(context.Context, capability.Call) (any, error) {
+				var m map[string]int
+				m["x"] = 1 // nil map write: a handler bug that panics
+				return nil, nil
 			},
 		},
 		capability.Capability{

@@ -45,7 +45,7 @@ func TestChatReadToolRunsAndFeedsTheNextStep(t *testing.T) {
 	for _, tl := range reqs[0].Tools {
 		names = append(names, tl.Function.Name)
 	}
-	require.ElementsMatch(t, []string{"lookup-thing", "wait-thing", "explode", "send-reminder", "issue-thing", "show-invoice"}, names)
+	require.ElementsMatch(t, []string{"lookup-thing", "wait-thing", "boom", "explode", "send-reminder", "issue-thing", "show-invoice"}, names)
 
 	status, msgs := b.conversation(t, b.Token, "conv-read")
 	require.Equal(t, http.StatusOK, status)

@@ -1,20 +1,9 @@
 package steploop_test
 
 import (
-	"context"
-	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
-	"github.com/invoiced/invoiced/capability"
-	"github.com/invoiced/invoiced/identity"
-	"github.com/invoiced/invoiced/server"
-	"github.com/invoiced/invoiced/steploop"
-	"github.com/invoiced/invoiced/steploop/model"
-	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,35 +12,8 @@ import (
 // server tool's call would block the conversation for good.
 func TestChatToolPanicIsAToolErrorAndTheConversationGoesOn(t *testing.T) {
 	t.Parallel()
-	pool := storetest.Pool(t)
-	ctx := context.Background()
-	reg := capability.NewRegistry()
-	reg.MustRegister(capability.Capability{
-		Descriptor: capability.Descriptor{Name: "boom", Description: "Has a bug.", Risk: capability.RiskRead,
-			InputSchema: json.RawMessage(`{"type":"object"}`)},
-		Handler: func(context.Context, capability.Call) (any, error) {
-			var m map[string]int
-			m["x"] = 1 // nil map write: a handler bug
-			return nil, nil
-		},
-	})
-	sc, err := model.NewScripted(model.Script{Rules: []model.ScriptRule{{Match: "boom", Steps: []model.ScriptStep{
-		{ToolCalls: []model.ScriptToolCall{{Name: "boom", Input: json.RawMessage(`{}`)}}},
-		{Text: "Done."},
-	}}}, Default: []model.ScriptStep{{Text: "Hello."}}})
-	require.NoError(t, err)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := steploop.New(steploop.Config{DB: pool, Model: sc, Tools: reg, Frontend: []steploop.FrontendTool{steploop.ShowInvoice}, Log: log})
-	require.NoError(t, err)
-	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return pool.Ping(ctx) })
-	chatRoutes(e.Group("/v1", identity.Authenticate(pool, nil)), svc)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	u, err := identity.UserCreate(ctx, pool, identity.UserCreateParams{Username: "clerk", Role: identity.RoleClerk})
-	require.NoError(t, err)
-	tok, err := identity.TokenCreate(ctx, pool, u.ID, "test")
-	require.NoError(t, err)
-	b := &bundle{URL: srv.URL}
+	b := setup(t)
+	tok := b.Token
 
 	res := b.chat(t, tok, body("conv-boom", userMsg("u1", "boom please")))
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
