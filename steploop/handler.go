@@ -68,7 +68,9 @@ func (s *Service) stream(ctx context.Context, w http.ResponseWriter, lease *Leas
 	}
 	runCtx, cancel := context.WithTimeout(ctx, s.cfg.LeaseTTL-30*time.Second)
 	defer cancel()
-	t := &turn{s: s, ctx: runCtx, lease: lease, p: p, msgs: stored, ai: len(stored) - 1, out: newSSE(w)}
+	out := newSSE(w)
+	defer out.close()
+	t := &turn{s: s, ctx: runCtx, lease: lease, p: p, msgs: stored, ai: len(stored) - 1, out: out}
 	t.run(delta)
 	t.end()
 }

@@ -236,7 +236,7 @@ func (t *turn) steps() {
 		a := t.asst()
 		a.Parts = append(a.Parts, Part{Type: "step-start"})
 		textIdx, textID := -1, ""
-		t.out.flush()
+		t.out.flushSoon()
 		res, err := t.s.cfg.Model.Stream(t.ctx, req, func(delta string) error {
 			a := t.asst()
 			if textIdx < 0 {
@@ -248,7 +248,7 @@ func (t *turn) steps() {
 			}
 			*a.Parts[textIdx].Text += delta
 			t.out.send(chunk{"type": "text-delta", "id": textID, "delta": delta})
-			t.out.flush()
+			t.out.flushSoon()
 			return nil
 		})
 		if textIdx >= 0 {
@@ -320,7 +320,7 @@ func (t *turn) dispatch(tc model.ToolCall) bool {
 	p := t.part(id)
 	// The tool may take a while (a bound one waits on the confirm
 	// controller's statements): show the call first.
-	t.out.flush()
+	t.out.flushSoon()
 	if !validJSON {
 		t.toolError(p, problem.Invalid("input", "the tool arguments are not a JSON object"))
 		return false
@@ -439,7 +439,7 @@ func (t *turn) answerApproval(a ApprovalAnswer) {
 		return
 	}
 	ev := &confirm.Evidence{ConfirmationID: a.ApprovalID, Approved: a.Approved, Reason: a.Reason}
-	t.out.flush()
+	t.out.flushSoon()
 	out, err := t.s.cfg.Confirm.Call(t.ctx, t.confirmRequest(call, a.ToolCallID, ev), t.runner(call))
 	if err != nil {
 		t.toolError(p, err)

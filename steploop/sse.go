@@ -3,24 +3,46 @@ package steploop
 import (
 	"encoding/json"
 	"net/http"
+	"sync"
+	"time"
 )
 
 // HeaderStream is the header that marks a UI message stream response; ai@7
 // clients check it.
 const HeaderStream = "x-vercel-ai-ui-message-stream"
 
+// FlushDelay is how long a written chunk may wait in the buffer for the
+// next one before it is sent on its own. The loop asks for a flush before
+// it waits on the model or a tool and after each text delta; when the
+// wait ends sooner, as a primary-key lookup or a fast model does, the
+// chunks that follow go out in the same write. 10 ms is a tenth of the
+// delay a reader notices in a streaming answer, and it lets a chat that
+// completes inside it (the usual case for a read tool) leave in one
+// write with the response's end: on a loopback every write costs the
+// writer and the reader each a wake-up, which `make bench-chat` shows is
+// most of a chat's CPU.
+const FlushDelay = 10 * time.Millisecond
+
 // sse writes UI message stream v1 chunks as Server-Sent Events. Chunks are
-// buffered and flushed when the loop is about to wait on something outside
-// this process (the model, a tool), for each text delta, and when the
-// handler returns: a chat's dozen chunks cost about five writes instead of
-// a dozen, and the client sees [DONE] only once the transcript is stored
-// and the conversation released. After the first failed write (the client
-// went away) every write is a no-op; the request's context is cancelled by
-// then and the loop stops on it.
+// buffered; flushSoon sends them FlushDelay later unless the handler has
+// ended by then, and what is left when it ends goes out with the
+// response's last bytes. So the client sees [DONE] only once the
+// transcript is stored and the conversation released. After the first
+// failed write (the client went away) every write is a no-op; the
+// request's context is cancelled by then and the loop stops on it.
+//
+// The timer's flush runs on its own goroutine, so every use of w is under
+// mu, and none happens after close.
 type sse struct {
-	w   http.ResponseWriter
-	f   http.Flusher
-	err error
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	f       http.Flusher
+	err     error
+	pending bool // written and not yet flushed
+	armed   bool // a timed flush is due
+	closed  bool // the handler is returning: w is no longer ours
+	timer   *time.Timer
+	delay   time.Duration // FlushDelay; tests set their own
 }
 
 func newSSE(w http.ResponseWriter) *sse {
@@ -32,7 +54,7 @@ func newSSE(w http.ResponseWriter) *sse {
 	h.Set(HeaderStream, "v1")
 	w.WriteHeader(http.StatusOK)
 	f, _ := w.(http.Flusher)
-	return &sse{w: w, f: f}
+	return &sse{w: w, f: f, delay: FlushDelay}
 }
 
 // chunk is one UIMessageChunk; the map keeps each chunk's members exactly
@@ -40,9 +62,6 @@ func newSSE(w http.ResponseWriter) *sse {
 type chunk map[string]any
 
 func (s *sse) send(c chunk) {
-	if s.err != nil {
-		return
-	}
 	b, err := json.Marshal(c)
 	if err != nil {
 		b, _ = json.Marshal(chunk{"type": "error", "errorText": "the server could not encode a chunk"})
@@ -53,17 +72,53 @@ func (s *sse) send(c chunk) {
 func (s *sse) done() { s.write([]byte("data: [DONE]\n\n")) }
 
 func (s *sse) write(b []byte) {
-	if s.err != nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil || s.closed {
 		return
 	}
 	if _, err := s.w.Write(b); err != nil {
 		s.err = err
+		return
+	}
+	s.pending = true
+}
+
+// flushSoon sends what is buffered within FlushDelay: the loop calls it
+// before a wait the client should see the stream's progress during.
+func (s *sse) flushSoon() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil || s.closed || s.f == nil || !s.pending || s.armed {
+		return
+	}
+	s.armed = true
+	if s.timer == nil {
+		s.timer = time.AfterFunc(s.delay, s.timedFlush)
+	} else {
+		s.timer.Reset(s.delay)
 	}
 }
 
-// flush sends what is buffered to the client.
-func (s *sse) flush() {
-	if s.err == nil && s.f != nil {
-		s.f.Flush()
+func (s *sse) timedFlush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.armed = false
+	if s.err != nil || s.closed || !s.pending {
+		return
+	}
+	s.pending = false
+	s.f.Flush()
+}
+
+// close hands w back to the handler's caller: a due flush is cancelled
+// (or, already running, finds it closed), and what is buffered leaves
+// with the response's end in one write.
+func (s *sse) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
 	}
 }

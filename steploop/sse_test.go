@@ -1,0 +1,97 @@
+package steploop
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// flushRecorder is an http.ResponseWriter that fails the test when it is
+// used after the handler handed it back.
+type flushRecorder struct {
+	mu       sync.Mutex
+	rec      *httptest.ResponseRecorder
+	flushes  int
+	released bool
+	t        *testing.T
+}
+
+func (f *flushRecorder) Header() http.Header { return f.rec.Header() }
+func (f *flushRecorder) WriteHeader(code int) {
+	f.rec.WriteHeader(code)
+}
+func (f *flushRecorder) Write(b []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.released {
+		f.t.Error("write after the handler returned")
+	}
+	return f.rec.Write(b)
+}
+func (f *flushRecorder) Flush() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.released {
+		f.t.Error("flush after the handler returned")
+	}
+	f.flushes++
+}
+func (f *flushRecorder) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.flushes
+}
+
+// A chunk asked to be flushed reaches the client while the loop waits,
+// within FlushDelay.
+func TestSSEFlushesSoonWhileTheLoopWaits(t *testing.T) {
+	t.Parallel()
+	w := &flushRecorder{rec: httptest.NewRecorder(), t: t}
+	s := newSSE(w)
+	s.send(chunk{"type": "start"})
+	s.flushSoon()
+	require.Eventually(t, func() bool { return w.count() == 1 }, time.Second, time.Millisecond)
+	s.close()
+}
+
+// Chunks written in a burst shorter than the delay leave together with
+// the response's end, not in flushes of their own.
+func TestSSECoalescesABurst(t *testing.T) {
+	t.Parallel()
+	w := &flushRecorder{rec: httptest.NewRecorder(), t: t}
+	s := newSSE(w)
+	s.delay = time.Hour
+	for range 5 {
+		s.send(chunk{"type": "text-delta", "delta": "x"})
+		s.flushSoon()
+	}
+	s.close()
+	require.Zero(t, w.count())
+	require.Equal(t, 5, strings.Count(w.rec.Body.String(), `"text-delta"`))
+}
+
+// A flush that falls due as the handler returns does not touch the
+// response the handler no longer owns, and nor does a late chunk.
+func TestSSELeavesTheResponseAloneAfterClose(t *testing.T) {
+	t.Parallel()
+	for range 50 {
+		w := &flushRecorder{rec: httptest.NewRecorder(), t: t}
+		s := newSSE(w)
+		s.delay = time.Microsecond
+		s.send(chunk{"type": "start"})
+		s.flushSoon()
+		s.close()
+		w.mu.Lock()
+		w.released = true
+		w.mu.Unlock()
+		s.send(chunk{"type": "late"})
+		s.flushSoon()
+		time.Sleep(time.Millisecond)
+		require.NotContains(t, w.rec.Body.String(), "late")
+	}
+}
