@@ -35,6 +35,10 @@ type Config struct {
 	// Model runs the step loop's model steps (INVOICED_MODEL_*); nil makes
 	// POST /v1/chat answer 503 naming the settings to set.
 	Model model.Provider
+	// EventsHeartbeat is how often an open approvals event stream sends a
+	// keep-alive and re-checks its credential; 0 means
+	// approvals.DefaultHeartbeat (15 s). Tests shorten it.
+	EventsHeartbeat time.Duration
 }
 
 // App holds the services and handlers of one running service.
@@ -42,6 +46,8 @@ type App struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
 	web  *web.Handler
+
+	eventsHeartbeat time.Duration
 
 	approvalGate *approvals.Gate
 	approvalSvc  *approvals.Service
@@ -56,7 +62,7 @@ type App struct {
 
 // New builds services and handlers over pool.
 func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
-	a := &App{pool: pool, log: log}
+	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat}
 	if err := a.startApprovals(ctx, cfg.Approvals); err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/store/storetest"
+	"github.com/invoiced/invoiced/web"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
@@ -341,4 +342,105 @@ func TestShutdownEndsStreamsAndPolls(t *testing.T) {
 	resp := <-poll
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// openEvents opens GET /v1/approvals/events with the given headers and
+// reads past its opening comment.
+func openEvents(t *testing.T, h *apptest.Harness, headers ...string) (*bufio.Reader, func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	req, err := http.NewRequestWithContext(ctx, "GET", h.URL+"/v1/approvals/events", nil)
+	require.NoError(t, err)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	rd := bufio.NewReader(resp.Body)
+	line, err := rd.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, ": approvals\n", line)
+	return rd, func() { resp.Body.Close(); cancel() }
+}
+
+// untilEnd reads rd to its end and returns what came, failing the test
+// if the stream is still open when ctx's deadline passes.
+func untilEnd(t *testing.T, rd *bufio.Reader) string {
+	t.Helper()
+	rest, err := io.ReadAll(rd)
+	require.NoError(t, err, "the server ended the stream (not the client's deadline): %s", rest)
+	return string(rest)
+}
+
+// An open event stream outlives neither its token nor its session: within
+// a heartbeat of the credential's end, the stream ends, and EventSource's
+// reconnect is refused. Until then it goes on, keep-alive after keep-alive.
+func TestEventsStreamEndsWithItsCredential(t *testing.T) {
+	t.Parallel()
+	h := apptest.New(t, apptest.Options{Config: app.Config{EventsHeartbeat: 50 * time.Millisecond}})
+	ctx := context.Background()
+	clerk, _ := h.User(t, "clara", identity.RoleClerk)
+
+	keepsGoing := func(t *testing.T, rd *bufio.Reader) {
+		t.Helper()
+		for range 3 {
+			line, err := rd.ReadString('\n')
+			require.NoError(t, err)
+			if line == "\n" {
+				continue
+			}
+			require.Equal(t, ": keep-alive\n", line)
+		}
+	}
+
+	t.Run("revoked token", func(t *testing.T) {
+		tok, err := identity.TokenCreate(ctx, h.Pool, clerk.ID, "stream")
+		require.NoError(t, err)
+		rd, done := openEvents(t, h, "Authorization", "Bearer "+tok)
+		defer done()
+		keepsGoing(t, rd)
+		require.NoError(t, identity.TokenRevoke(ctx, h.Pool, tok))
+		untilEnd(t, rd)
+		require.Equal(t, http.StatusUnauthorized, h.Do(t, "GET", "/v1/approvals/events", tok, nil).StatusCode)
+	})
+	t.Run("signed out session", func(t *testing.T) {
+		sid, _, err := web.SessionCreate(ctx, h.Pool, clerk.ID, time.Hour)
+		require.NoError(t, err)
+		rd, done := openEvents(t, h, "Cookie", web.SessionCookie+"="+sid)
+		defer done()
+		keepsGoing(t, rd)
+		require.NoError(t, web.SessionDelete(ctx, h.Pool, sid))
+		untilEnd(t, rd)
+	})
+	t.Run("changed role", func(t *testing.T) {
+		bob, bobTok := h.User(t, "bob", identity.RoleApprover)
+		rd, done := openEvents(t, h, "Authorization", "Bearer "+bobTok)
+		defer done()
+		keepsGoing(t, rd)
+		_, err := h.Pool.Exec(ctx, `UPDATE users SET role = 'clerk', version = version + 1 WHERE id = $1`, bob.ID)
+		require.NoError(t, err)
+		untilEnd(t, rd)
+	})
+}
+
+// Rechecking a session's credential is not the user's activity: an open
+// stream does not keep an idle session alive.
+func TestEventsStreamDoesNotKeepASessionAlive(t *testing.T) {
+	t.Parallel()
+	h := apptest.New(t, apptest.Options{Config: app.Config{EventsHeartbeat: 50 * time.Millisecond}})
+	ctx := context.Background()
+	clerk, _ := h.User(t, "clara", identity.RoleClerk)
+	sid, _, err := web.SessionCreate(ctx, h.Pool, clerk.ID, time.Hour)
+	require.NoError(t, err)
+	_, err = h.Pool.Exec(ctx, `UPDATE web_sessions SET last_seen_at = now() - interval '10 minutes'`)
+	require.NoError(t, err)
+	_, done := openEvents(t, h, "Cookie", web.SessionCookie+"="+sid) // touches it: now
+	defer done()
+	_, err = h.Pool.Exec(ctx, `UPDATE web_sessions SET last_seen_at = now() - interval '10 minutes'`)
+	require.NoError(t, err)
+	time.Sleep(300 * time.Millisecond) // six heartbeats' rechecks
+	var seen time.Time
+	require.NoError(t, h.Pool.QueryRow(ctx, `SELECT last_seen_at FROM web_sessions`).Scan(&seen))
+	require.Greater(t, time.Since(seen), 9*time.Minute, "the rechecks did not touch the session")
 }

@@ -46,7 +46,7 @@ func (a *App) Routes(e *echo.Echo) {
 	v1.POST("/invoices/:id/void", inv.InvoiceVoid)
 	v1.POST("/invoices/:id/mark-paid", inv.InvoiceMarkPaid)
 
-	ap := &approvals.Handler{Svc: a.approvalSvc, Hub: a.approvalHub}
+	ap := &approvals.Handler{Svc: a.approvalSvc, Hub: a.approvalHub, Heartbeat: a.eventsHeartbeat}
 	v1.GET("/approvals", ap.List)
 	v1.GET("/approvals/events", ap.Events)
 	v1.GET("/approvals/:id", ap.Get)

@@ -26,6 +26,9 @@ type Handler struct {
 	Svc *Service
 	// Hub feeds the event stream; nil makes GET /v1/approvals/events 503.
 	Hub *Hub
+	// Heartbeat is how often an idle event stream sends a keep-alive and
+	// re-checks the credential it was opened with; 0 means 15 s.
+	Heartbeat time.Duration
 }
 
 // ListResponse is a page of the inbox, shaped like every list of the API.
@@ -229,15 +232,19 @@ func (h *Handler) Cancel(c echo.Context) error {
 	return c.JSON(http.StatusOK, a)
 }
 
-// sseHeartbeat keeps idle streams open through proxies that cut silent
-// connections after 30–60 s.
-const sseHeartbeat = 15 * time.Second
+// DefaultHeartbeat keeps idle streams open through proxies that cut
+// silent connections after 30–60 s, and bounds how long a stream outlives
+// its credential: a revoked token or ended session stops its stream within
+// one heartbeat.
+const DefaultHeartbeat = 15 * time.Second
 
 // Events answers GET /v1/approvals/events: a Server-Sent Events stream with
 // one "approval" event per announced change, from any replica. A "resync"
 // event says changes may have been missed (the listener reconnected, or
 // this client lagged): re-read what you show. The stream ends when the
-// client goes away or lags too far; EventSource reconnects by itself.
+// client goes away or lags too far, or when its credential no longer
+// authenticates its principal (checked every heartbeat); EventSource
+// reconnects by itself, and is refused in the last case.
 func (h *Handler) Events(c echo.Context) error {
 	if h.Hub == nil {
 		return problem.New(http.StatusServiceUnavailable, problem.CodeUnavailable, "the approval event stream is not running")
@@ -247,18 +254,27 @@ func (h *Handler) Events(c echo.Context) error {
 	// EventSource sends the last id it saw when it reconnects: whatever
 	// changed while it was away is not replayed, so it must re-read.
 	reconnected := c.Request().Header.Get("Last-Event-ID") != ""
-	return streamEvents(c.Request().Context(), c.Response(), changes, reconnected)
+	beat := h.Heartbeat
+	if beat <= 0 {
+		beat = DefaultHeartbeat
+	}
+	return streamEvents(c.Request().Context(), c.Response(), changes, reconnected, beat)
 }
 
 // sseWriteTimeout bounds one frame's write: a client that stops reading
 // (its socket buffer full) ends its stream instead of holding a handler,
-// and graceful shutdown, until TCP gives up. Two heartbeats' time.
-const sseWriteTimeout = 2 * sseHeartbeat
+// and graceful shutdown, until TCP gives up. Two default heartbeats' time.
+const sseWriteTimeout = 2 * DefaultHeartbeat
+
+// recheckTimeout bounds the credential check of one heartbeat.
+const recheckTimeout = 5 * time.Second
 
 // streamEvents writes changes to w as Server-Sent Events until ctx ends,
-// the client goes away or changes closes (the hub dropped a lagging
-// subscriber, or is shutting down: the client must resync).
-func streamEvents(ctx context.Context, w *echo.Response, changes <-chan Change, reconnected bool) error {
+// the client goes away, changes closes (the hub dropped a lagging
+// subscriber, or is shutting down: the client must resync) or a
+// heartbeat's identity.Recheck fails. A check that fails for any reason,
+// the database's too, ends the stream: the reconnect authenticates anew.
+func streamEvents(ctx context.Context, w *echo.Response, changes <-chan Change, reconnected bool, heartbeat time.Duration) error {
 	w.Header().Set(echo.HeaderContentType, "text/event-stream")
 	w.Header().Set(echo.HeaderCacheControl, "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -277,7 +293,7 @@ func streamEvents(ctx context.Context, w *echo.Response, changes <-chan Change, 
 		return nil //nolint:nilerr // the client went away
 	}
 	w.Flush()
-	beat := time.NewTicker(sseHeartbeat)
+	beat := time.NewTicker(heartbeat)
 	defer beat.Stop()
 	for {
 		var frame string
@@ -285,6 +301,12 @@ func streamEvents(ctx context.Context, w *echo.Response, changes <-chan Change, 
 		case <-ctx.Done():
 			return nil
 		case <-beat.C:
+			cctx, cancel := context.WithTimeout(ctx, recheckTimeout)
+			err := identity.Recheck(cctx)
+			cancel()
+			if err != nil {
+				return nil //nolint:nilerr // the headers are sent: ending is the answer
+			}
 			frame = ": keep-alive\n\n"
 		case ch, ok := <-changes:
 			if !ok {

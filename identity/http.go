@@ -12,6 +12,9 @@ import (
 
 type ctxKey struct{}
 
+// recheckKey carries the request's credential check; see Recheck.
+type recheckKey struct{}
+
 // WithPrincipal returns ctx carrying p.
 func WithPrincipal(ctx context.Context, p Principal) context.Context {
 	return context.WithValue(ctx, ctxKey{}, p)
@@ -34,8 +37,32 @@ func MustPrincipal(c echo.Context) (Principal, error) {
 }
 
 // SessionLookup resolves a browser session cookie to a user; the web inbox
-// provides it. It returns (nil, nil) never: no session is an error.
-type SessionLookup func(c echo.Context) (*User, error)
+// provides it. It returns (nil, nil) never: no session is an error. touch
+// extends the session's idle window; Recheck passes false, because an open
+// stream is not the user's activity.
+type SessionLookup func(ctx context.Context, r *http.Request, touch bool) (*User, error)
+
+// Recheck reports whether the credential that authenticated the request
+// still authenticates the same principal: the token not revoked, the
+// session not ended or idle past its limit, the user not disabled, the
+// role unchanged. Authentication otherwise happens once per request, so a
+// response that stays open (the approvals event stream) calls it while it
+// runs. Any difference is 401: the client authenticates again.
+func Recheck(ctx context.Context) error {
+	check, ok := ctx.Value(recheckKey{}).(func(context.Context) (*User, error))
+	p, okp := FromContext(ctx)
+	if !ok || !okp {
+		return problem.Unauthenticated("authentication is required")
+	}
+	u, err := check(ctx)
+	if err != nil {
+		return err
+	}
+	if u.Principal() != p {
+		return problem.Unauthenticated("the user's account changed: authenticate again")
+	}
+	return nil
+}
 
 // Authenticate is the middleware for /v1: a Bearer token, or (when sessions
 // is non-nil and no Authorization header is sent) the inbox session cookie.
@@ -43,28 +70,33 @@ func Authenticate(db store.Executor, sessions SessionLookup) echo.MiddlewareFunc
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			authz := c.Request().Header.Get(echo.HeaderAuthorization)
+			r := c.Request()
 			var (
-				u   *User
-				err error
+				u     *User
+				err   error
+				check func(context.Context) (*User, error)
 			)
 			switch {
 			case authz != "":
 				scheme, token, ok := strings.Cut(authz, " ")
-				if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+				token = strings.TrimSpace(token)
+				if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 					err = problem.Unauthenticated("the Authorization header must be 'Bearer <token>'")
-				} else {
-					u, err = TokenAuthenticate(c.Request().Context(), db, strings.TrimSpace(token))
+					break
 				}
+				check = func(ctx context.Context) (*User, error) { return TokenAuthenticate(ctx, db, token) }
+				u, err = TokenAuthenticate(r.Context(), db, token)
 			case sessions != nil:
-				u, err = sessions(c)
+				check = func(ctx context.Context) (*User, error) { return sessions(ctx, r, false) }
+				u, err = sessions(r.Context(), r, true)
 			default:
 				err = problem.Unauthenticated("authentication is required: send 'Authorization: Bearer <token>'")
 			}
 			if err != nil {
 				return err
 			}
-			ctx := WithPrincipal(c.Request().Context(), u.Principal())
-			c.SetRequest(c.Request().WithContext(ctx))
+			ctx := context.WithValue(WithPrincipal(r.Context(), u.Principal()), recheckKey{}, check)
+			c.SetRequest(r.WithContext(ctx))
 			return next(c)
 		}
 	}

@@ -69,6 +69,11 @@ var errNoSession = problem.Unauthenticated("sign in to continue")
 // SessionGet returns the live session with id, refreshing its idle clock;
 // any session that is not live is a 401.
 func SessionGet(ctx context.Context, db store.Executor, id string, idle time.Duration) (*Session, error) {
+	return sessionGet(ctx, db, id, idle, true)
+}
+
+// sessionGet is SessionGet; touch false leaves last_seen_at as it is.
+func sessionGet(ctx context.Context, db store.Executor, id string, idle time.Duration, touch bool) (*Session, error) {
 	if id == "" || len(id) > 128 {
 		return nil, errNoSession
 	}
@@ -92,7 +97,7 @@ func SessionGet(ctx context.Context, db store.Executor, id string, idle time.Dur
 		}
 		return nil, store.MapError(err, "session")
 	}
-	if time.Since(lastSeen) > sessionTouchGranularity {
+	if touch && time.Since(lastSeen) > sessionTouchGranularity {
 		if _, err := db.Exec(ctx, `UPDATE web_sessions SET last_seen_at = now() WHERE id_sha256 = $1`, sessionHash(id)); err != nil {
 			return nil, store.MapError(err, "session")
 		}

@@ -11,6 +11,7 @@
 package web
 
 import (
+	"context"
 	"crypto/subtle"
 	"log/slog"
 	"net/http"
@@ -111,11 +112,17 @@ func (h *Handler) secure(c echo.Context) bool {
 
 // sessionFromRequest returns the live session named by the cookie.
 func (h *Handler) sessionFromRequest(c echo.Context) (*Session, error) {
-	ck, err := c.Cookie(SessionCookie)
+	return h.session(c.Request().Context(), c.Request(), true)
+}
+
+// session returns the live session named by r's cookie; touch extends its
+// idle window.
+func (h *Handler) session(ctx context.Context, r *http.Request, touch bool) (*Session, error) {
+	ck, err := r.Cookie(SessionCookie)
 	if err != nil {
 		return nil, errNoSession
 	}
-	return SessionGet(c.Request().Context(), h.db, ck.Value, h.cfg.SessionIdle)
+	return sessionGet(ctx, h.db, ck.Value, h.cfg.SessionIdle, touch)
 }
 
 // SessionLookup lets /v1 accept the inbox cookie instead of a Bearer
@@ -123,15 +130,15 @@ func (h *Handler) sessionFromRequest(c echo.Context) (*Session, error) {
 // cookie-authenticated request that changes state must also send the
 // session's CSRF token in X-CSRF-Token: the cookie alone would let another
 // site's form act for the user.
-func (h *Handler) SessionLookup(c echo.Context) (*identity.User, error) {
-	s, err := h.sessionFromRequest(c)
+func (h *Handler) SessionLookup(ctx context.Context, r *http.Request, touch bool) (*identity.User, error) {
+	s, err := h.session(ctx, r, touch)
 	if err != nil {
 		return nil, err
 	}
-	switch c.Request().Method {
+	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 	default:
-		if !tokenEqual(c.Request().Header.Get(csrfHeader), s.CSRFToken) {
+		if !tokenEqual(r.Header.Get(csrfHeader), s.CSRFToken) {
 			return nil, problem.Forbidden("a cookie-authenticated request that changes state must send the X-CSRF-Token header")
 		}
 	}
