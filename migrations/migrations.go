@@ -32,6 +32,10 @@ func Open(url string) (*sql.DB, error) {
 	return stdlib.OpenDB(*cc), nil
 }
 
+// lockWait is how long a migrator waits for another to finish: 5 minutes,
+// as goose's locker below (1 s × 300 tries).
+const lockWait = "5min"
+
 // NewProvider returns a goose Provider over the embedded migrations that
 // takes goose's Postgres session advisory lock, so two replicas or two
 // operators never migrate one database at once. log may be nil.
@@ -63,4 +67,39 @@ func Behind(ctx context.Context, p *goose.Provider) (current, latest int64, behi
 		return 0, 0, false, fmt.Errorf("schema version: %w", err)
 	}
 	return current, latest, current < latest, nil
+}
+
+// Redo rolls back the latest migration and applies it again under one
+// hold of the migration lock, so no other migrator (another `migrate`, a
+// `serve --migrate`) runs between the two steps. It takes the lock goose's
+// locker takes, on a session of its own, and waits for it as long.
+func Redo(ctx context.Context, db *sql.DB) (down, up *goose.MigrationResult, err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("migration lock: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SELECT set_config('lock_timeout', $1, false)", lockWait); err != nil {
+		return nil, nil, fmt.Errorf("migration lock: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", lock.DefaultLockID); err != nil {
+		return nil, nil, fmt.Errorf("migration lock: %w", err)
+	}
+	defer func() {
+		// Closing the connection would release it too, but database/sql
+		// may keep the session in its pool.
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lock.DefaultLockID)
+	}()
+	// No locker: this session holds the lock for both steps.
+	p, err := goose.NewProvider(goose.DialectPostgres, db, files, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return nil, nil, fmt.Errorf("goose provider: %w", err)
+	}
+	if down, err = p.Down(ctx); err != nil {
+		return nil, nil, err
+	}
+	if up, err = p.UpByOne(ctx); err != nil {
+		return down, nil, err
+	}
+	return down, up, nil
 }

@@ -55,16 +55,14 @@ func cmdMigrate(ctx context.Context, e env, args []string, stdout, stderr io.Wri
 		}
 		fmt.Fprintf(stdout, "rolled back %s\n", r.Source.Path)
 	case "redo":
-		r, err := p.Down(ctx)
+		down, up, err := migrations.Redo(ctx, db)
+		if down != nil {
+			fmt.Fprintf(stdout, "rolled back %s\n", down.Source.Path)
+		}
 		if err != nil {
 			return fmt.Errorf("migrate redo: %w", err)
 		}
-		fmt.Fprintf(stdout, "rolled back %s\n", r.Source.Path)
-		r, err = p.UpByOne(ctx)
-		if err != nil {
-			return fmt.Errorf("migrate redo: %w", err)
-		}
-		fmt.Fprintf(stdout, "applied %s\n", r.Source.Path)
+		fmt.Fprintf(stdout, "applied %s\n", up.Source.Path)
 	case "status":
 		st, err := p.Status(ctx)
 		if err != nil {

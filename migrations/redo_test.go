@@ -1,0 +1,75 @@
+package migrations_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/migrations"
+	"github.com/invoiced/invoiced/store/storetest"
+	"github.com/jackc/pgx/v5"
+	"github.com/pressly/goose/v3/lock"
+	"github.com/stretchr/testify/require"
+)
+
+// Redo waits for a migrator that holds the lock, then rolls back and
+// re-applies the latest migration while holding it itself: a migrator
+// that starts meanwhile waits for both steps.
+func TestRedoHoldsTheMigrationLockForBothSteps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := storetest.URL(t)
+	db, err := migrations.Open(url)
+	require.NoError(t, err)
+	defer db.Close()
+	p, err := migrations.NewProvider(db, nil)
+	require.NoError(t, err)
+	latest, err := p.GetDBVersion(ctx)
+	require.NoError(t, err)
+
+	other, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer other.Close(ctx)
+	_, err = other.Exec(ctx, "SELECT pg_advisory_lock($1)", lock.DefaultLockID)
+	require.NoError(t, err)
+
+	type result struct {
+		down, up int64
+		err      error
+	}
+	done := make(chan result, 1)
+	go func() {
+		down, up, err := migrations.Redo(ctx, db)
+		r := result{err: err}
+		if down != nil && up != nil {
+			r.down, r.up = down.Source.Version, up.Source.Version
+		}
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("redo ran while another migrator held the lock: %+v", r)
+	case <-time.After(300 * time.Millisecond):
+	}
+	// Redo is waiting for the lock: its session shows in pg_locks.
+	var waiting bool
+	require.NoError(t, other.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+		               WHERE l.locktype = 'advisory' AND NOT l.granted
+		                 AND d.datname = current_database() AND l.objid = $1::bigint::oid)`,
+		lock.DefaultLockID).Scan(&waiting))
+	require.True(t, waiting)
+
+	_, err = other.Exec(ctx, "SELECT pg_advisory_unlock($1)", lock.DefaultLockID)
+	require.NoError(t, err)
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, latest, r.down)
+	require.Equal(t, latest, r.up)
+	v, err := p.GetDBVersion(ctx)
+	require.NoError(t, err)
+	require.Equal(t, latest, v)
+	var held bool
+	require.NoError(t, other.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, lock.DefaultLockID).Scan(&held))
+	require.True(t, held, "redo let the lock go when it finished")
+}
