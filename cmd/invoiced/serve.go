@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -128,6 +129,13 @@ func loadConfig(e env) (config, error) {
 	return c, nil
 }
 
+// defaultGCPercent is serve's garbage-collection target when GOGC is not
+// set. The live heap is small (about 10 MiB under 32 concurrent chats), so
+// at Go's 100 the collector ran every few milliseconds; at 400 `make
+// bench-chat` serves 10–13 % more chats per second for about 12 MiB more
+// peak RSS (44 → 56 MiB). Set GOGC to choose otherwise.
+const defaultGCPercent = 400
+
 func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
 	fs := flagSet("serve [--migrate]",
 		"Run the HTTP API on INVOICED_ADDR (default :8080) against DATABASE_URL.\n"+
@@ -141,6 +149,9 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 		return err
 	}
 	log := newLogger(e, stdout)
+	if _, set := e["GOGC"]; !set {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 
 	sqlDB, err := migrations.Open(cfg.DatabaseURL)
 	if err != nil {
