@@ -136,6 +136,14 @@ func loadConfig(e env) (config, error) {
 // peak RSS (44 → 56 MiB). Set GOGC to choose otherwise.
 const defaultGCPercent = 400
 
+// gcDefault applies defaultGCPercent unless the environment sets GOGC (the
+// runtime has applied that one already).
+func gcDefault(e env) {
+	if _, set := e["GOGC"]; !set {
+		debug.SetGCPercent(defaultGCPercent)
+	}
+}
+
 func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
 	fs := flagSet("serve [--migrate]",
 		"Run the HTTP API on INVOICED_ADDR (default :8080) against DATABASE_URL.\n"+
@@ -149,9 +157,7 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 		return err
 	}
 	log := newLogger(e, stdout)
-	if _, set := e["GOGC"]; !set {
-		debug.SetGCPercent(defaultGCPercent)
-	}
+	gcDefault(e)
 
 	sqlDB, err := migrations.Open(cfg.DatabaseURL)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"runtime/debug"
 	"testing"
 
 	"github.com/invoiced/invoiced/store/storetest"
@@ -34,4 +35,15 @@ func TestServeRefusesBadAddrPortNamingIt(t *testing.T) {
 	r := invoke(context.Background(), e, "serve")
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Contains(t, r.stderr, "INVOICED_ADDR")
+}
+
+// serve collects garbage at 400 % unless GOGC says otherwise. Not
+// parallel: the GC target is the process's.
+func TestServeGCTargetDefaultsTo400UnlessGOGCIsSet(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	gcDefault(env{})
+	require.Equal(t, 400, debug.SetGCPercent(100))
+	gcDefault(env{"GOGC": "150"})
+	require.Equal(t, 100, debug.SetGCPercent(100), "an operator's GOGC is left as the runtime applied it")
 }
