@@ -146,7 +146,7 @@ func (t *turn) asst() *Message { return &t.msgs[t.ai] }
 func (t *turn) save() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
 	defer cancel()
-	if err := MessagePut(ctx, t.s.cfg.DB, t.lease.ID, t.ai, *t.asst()); err != nil {
+	if err := MessagePutLeased(ctx, t.s.cfg.DB, t.lease, t.ai, *t.asst()); err != nil {
 		t.s.cfg.Log.Error("steploop: save message", "conversation", t.lease.ID, "err", err)
 	}
 }

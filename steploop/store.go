@@ -161,8 +161,16 @@ func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id st
 	return &l, true, nil
 }
 
+// errLeaseLost is what a write by a request that no longer holds its
+// conversation's lease becomes: its lease expired and another request
+// took the conversation, so its message is not stored over that one's.
+var errLeaseLost = problem.Conflict(CodeConversationBusy,
+	"this request's hold on the conversation expired and another request took it; the answer was not stored")
+
 // MessagePutRelease stores m at position and releases the lease in one
-// statement (one round trip, one commit at the end of every request).
+// statement (one round trip, one commit at the end of every request). It
+// writes only while the lease is still this request's: otherwise nothing
+// is written and the error is CONVERSATION_BUSY.
 func MessagePutRelease(ctx context.Context, db store.Executor, l *Lease, position int, m Message) error {
 	parts, err := json.Marshal(m.Parts)
 	if err != nil {
@@ -171,17 +179,27 @@ func MessagePutRelease(ctx context.Context, db store.Executor, l *Lease, positio
 	if m.Parts == nil {
 		parts = []byte("[]")
 	}
-	_, err = db.Exec(ctx, `
-		WITH m AS (
+	var held bool
+	err = db.QueryRow(ctx, `
+		WITH l AS (
+			UPDATE conversations SET busy_token = NULL, busy_until = NULL, updated_at = now()
+			 WHERE id = $1 AND busy_token = $6
+			RETURNING id
+		), m AS (
 			INSERT INTO conversation_messages (conversation_id, position, id, role, parts)
-			VALUES ($1, $2, $3, $4, $5)
+			SELECT id, $2, $3, $4, $5 FROM l
 			ON CONFLICT (conversation_id, position) DO UPDATE
 			   SET parts = EXCLUDED.parts, updated_at = now()
 		)
-		UPDATE conversations SET busy_token = NULL, busy_until = NULL, updated_at = now()
-		 WHERE id = $1 AND busy_token = $6`,
-		l.ID, position, m.ID, m.Role, parts, l.token)
-	return store.MapError(err, "message")
+		SELECT EXISTS (SELECT 1 FROM l)`,
+		l.ID, position, m.ID, m.Role, parts, l.token).Scan(&held)
+	if err != nil {
+		return store.MapError(err, "message")
+	}
+	if !held {
+		return errLeaseLost
+	}
+	return nil
 }
 
 // MessageList returns a conversation's messages in order.
@@ -213,8 +231,42 @@ func scanMessage(row pgx.CollectableRow) (Message, error) {
 	return m, nil
 }
 
+// MessagePutLeased is MessagePut for a request that holds l: it writes
+// only while the lease is still this request's (the row lock makes a
+// concurrent take-over wait, then the check sees it), and is
+// CONVERSATION_BUSY otherwise, writing nothing.
+func MessagePutLeased(ctx context.Context, db store.Executor, l *Lease, position int, m Message) error {
+	parts, err := json.Marshal(m.Parts)
+	if err != nil {
+		return fmt.Errorf("marshal parts: %w", err)
+	}
+	if m.Parts == nil {
+		parts = []byte("[]")
+	}
+	var held bool
+	err = db.QueryRow(ctx, `
+		WITH l AS (
+			SELECT id FROM conversations WHERE id = $1 AND busy_token = $6 FOR SHARE
+		), m AS (
+			INSERT INTO conversation_messages (conversation_id, position, id, role, parts)
+			SELECT id, $2, $3, $4, $5 FROM l
+			ON CONFLICT (conversation_id, position) DO UPDATE
+			   SET parts = EXCLUDED.parts, updated_at = now()
+		)
+		SELECT EXISTS (SELECT 1 FROM l)`,
+		l.ID, position, m.ID, m.Role, parts, l.token).Scan(&held)
+	if err != nil {
+		return store.MapError(err, "message")
+	}
+	if !held {
+		return errLeaseLost
+	}
+	return nil
+}
+
 // MessagePut stores m at position, replacing what was there (the assistant
-// message grows step by step).
+// message grows step by step). It does not look at the lease: the caller
+// took it in the same transaction.
 func MessagePut(ctx context.Context, db store.Executor, conversationID string, position int, m Message) error {
 	parts, err := json.Marshal(m.Parts)
 	if err != nil {
