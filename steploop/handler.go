@@ -2,6 +2,7 @@ package steploop
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -71,7 +72,12 @@ func (s *Service) stream(ctx context.Context, w http.ResponseWriter, lease *Leas
 	out := newSSE(w)
 	defer out.close()
 	t := &turn{s: s, ctx: runCtx, lease: lease, p: p, msgs: stored, ai: len(stored) - 1, out: out}
-	t.run(delta)
+	t.runGuarded(delta)
+	if t.finishReason == "" && t.errorText == "" && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		// The run's own limit, not the client going away: the client is
+		// still there and must learn that the answer stopped.
+		t.errorText = "The answer took longer than one request may run; what was done is stored. Send a message to continue."
+	}
 	t.end()
 }
 

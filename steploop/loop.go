@@ -199,6 +199,22 @@ func (t *turn) part(toolCallID string) *Part {
 	return nil
 }
 
+// runGuarded is run, except that a panic in it (a model provider's, a
+// bug of the loop's; tool handlers have their own guard) ends the turn
+// like a failed model step: what completed is stored, the lease released
+// and the client told, instead of a stream that just stops and a
+// conversation busy until its lease expires.
+func (t *turn) runGuarded(d Delta) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.s.cfg.Log.Error("steploop: the turn panicked", "conversation", t.lease.ID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			t.finishReason = ""
+			t.errorText = "The server failed while answering; the error has been logged. Send the message again to retry."
+		}
+	}()
+	t.run(d)
+}
+
 // run applies the reconciled delta and runs model steps.
 func (t *turn) run(d Delta) {
 	t.out.send(chunk{"type": "start", "messageId": t.asst().ID})

@@ -108,6 +108,14 @@ func (s *sse) timedFlush() {
 		return
 	}
 	s.pending = false
+	defer func() {
+		// echo.Response panics when the writer it wraps cannot flush. On
+		// this goroutine nothing else would recover it and the process
+		// would die; the chunks leave with the response's end instead.
+		if r := recover(); r != nil {
+			s.f = nil
+		}
+	}()
 	s.f.Flush()
 }
 

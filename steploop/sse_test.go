@@ -95,3 +95,29 @@ func TestSSELeavesTheResponseAloneAfterClose(t *testing.T) {
 		require.NotContains(t, w.rec.Body.String(), "late")
 	}
 }
+
+// panicFlusher is a writer that claims to flush and panics doing so, as
+// echo.Response does over a writer that cannot.
+type panicFlusher struct{ *httptest.ResponseRecorder }
+
+func (panicFlusher) Flush() { panic("response writer does not implement http.Flusher") }
+
+// A writer whose flush panics costs the stream its early flushes, not the
+// process: the timed flush runs on a goroutine of its own.
+func TestSSETimedFlushSurvivesAWriterThatCannotFlush(t *testing.T) {
+	t.Parallel()
+	w := panicFlusher{httptest.NewRecorder()}
+	s := newSSE(w)
+	s.delay = time.Microsecond
+	s.send(chunk{"type": "start"})
+	s.flushSoon()
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.f == nil
+	}, time.Second, time.Millisecond)
+	s.send(chunk{"type": "finish"})
+	s.flushSoon()
+	s.close()
+	require.Contains(t, w.Body.String(), `"finish"`)
+}
