@@ -6,6 +6,7 @@ package migrations
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"fmt"
 	"log/slog"
@@ -72,24 +73,29 @@ func Behind(ctx context.Context, p *goose.Provider) (current, latest int64, behi
 // Redo rolls back the latest migration and applies it again under one
 // hold of the migration lock, so no other migrator (another `migrate`, a
 // `serve --migrate`) runs between the two steps. It takes the lock goose's
-// locker takes, on a session of its own, and waits for it as long.
+// locker takes, on a session of its own, and waits for it as long. db
+// must allow two connections: the lock's session and goose's.
 func Redo(ctx context.Context, db *sql.DB) (down, up *goose.MigrationResult, err error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("migration lock: %w", err)
 	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "SELECT set_config('lock_timeout', $1, false)", lockWait); err != nil {
+	defer func() {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lock.DefaultLockID)
+		// The session carries the timeouts set below (and the lock, had
+		// the unlock failed): end it instead of handing it back to db's
+		// pool.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		_ = conn.Close()
+	}()
+	// Wait for the lock as long as goose's locker would, whatever
+	// statement_timeout the URL sets.
+	if _, err := conn.ExecContext(ctx, "SELECT set_config('lock_timeout', $1, false), set_config('statement_timeout', '0', false)", lockWait); err != nil {
 		return nil, nil, fmt.Errorf("migration lock: %w", err)
 	}
 	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", lock.DefaultLockID); err != nil {
 		return nil, nil, fmt.Errorf("migration lock: %w", err)
 	}
-	defer func() {
-		// Closing the connection would release it too, but database/sql
-		// may keep the session in its pool.
-		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lock.DefaultLockID)
-	}()
 	// No locker: this session holds the lock for both steps.
 	p, err := goose.NewProvider(goose.DialectPostgres, db, files, goose.WithDisableGlobalRegistry(true))
 	if err != nil {

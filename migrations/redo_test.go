@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -72,4 +73,33 @@ func TestRedoHoldsTheMigrationLockForBothSteps(t *testing.T) {
 	var held bool
 	require.NoError(t, other.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, lock.DefaultLockID).Scan(&held))
 	require.True(t, held, "redo let the lock go when it finished")
+}
+
+// Redo leaves nothing of its lock's session in the caller's pool: neither
+// the lock nor the timeouts it set for its wait.
+func TestRedoLeavesNoSessionSettingsInThePool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := migrations.Open(storetest.URL(t))
+	require.NoError(t, err)
+	defer db.Close()
+	_, _, err = migrations.Redo(ctx, db)
+	require.NoError(t, err)
+
+	n := db.Stats().Idle
+	require.Positive(t, n)
+	conns := make([]*sql.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		c, err := db.Conn(ctx)
+		require.NoError(t, err)
+		conns = append(conns, c)
+		var lt string
+		require.NoError(t, c.QueryRowContext(ctx, "SHOW lock_timeout").Scan(&lt))
+		require.Equal(t, "0", lt, "pooled connection %d of %d kept Redo's lock_timeout", i+1, n)
+	}
 }
