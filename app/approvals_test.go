@@ -444,3 +444,21 @@ func TestEventsStreamDoesNotKeepASessionAlive(t *testing.T) {
 	require.NoError(t, h.Pool.QueryRow(ctx, `SELECT last_seen_at FROM web_sessions`).Scan(&seen))
 	require.Greater(t, time.Since(seen), 9*time.Minute, "the rechecks did not touch the session")
 }
+
+// A long poll that outlasts a heartbeat checks its credential before it
+// answers: a token revoked while it waited gets 401, not the request.
+func TestLongPollRechecksItsCredential(t *testing.T) {
+	t.Parallel()
+	h := apptest.New(t, apptest.Options{Config: app.Config{EventsHeartbeat: 50 * time.Millisecond}})
+	clerk, tok := h.User(t, "clara", identity.RoleClerk)
+	h.User(t, "bob", identity.RoleApprover)
+	id := gateRequest(t, h, clerk, "issue-invoice", "inv-1", 100)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		if err := identity.TokenRevoke(context.Background(), h.Pool, tok); err != nil {
+			t.Errorf("revoke: %v", err)
+		}
+	}()
+	resp := h.Do(t, "GET", "/v1/approvals/"+id+"?wait=500ms", tok, nil)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, string(resp.Body))
+}

@@ -134,7 +134,9 @@ func parseWait(v string) (time.Duration, error) {
 }
 
 // Get answers GET /v1/approvals/{id}; with ?wait= it long-polls until the
-// request leaves the status it had when the poll began.
+// request leaves the status it had when the poll began. A poll that waited
+// longer than a heartbeat checks its credential again before it answers,
+// as the event stream does.
 func (h *Handler) Get(c echo.Context) error {
 	id, err := parseID(c)
 	if err != nil {
@@ -144,9 +146,15 @@ func (h *Handler) Get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	start := time.Now()
 	a, err := h.Svc.Wait(c.Request().Context(), id, d)
 	if err != nil {
 		return err
+	}
+	if time.Since(start) > h.heartbeat() {
+		if err := identity.Recheck(c.Request().Context()); err != nil {
+			return err
+		}
 	}
 	c.Response().Header().Set("ETag", capability.ETag(a.Version))
 	return c.JSON(http.StatusOK, a)
@@ -254,11 +262,14 @@ func (h *Handler) Events(c echo.Context) error {
 	// EventSource sends the last id it saw when it reconnects: whatever
 	// changed while it was away is not replayed, so it must re-read.
 	reconnected := c.Request().Header.Get("Last-Event-ID") != ""
-	beat := h.Heartbeat
-	if beat <= 0 {
-		beat = DefaultHeartbeat
+	return streamEvents(c.Request().Context(), c.Response(), changes, reconnected, h.heartbeat())
+}
+
+func (h *Handler) heartbeat() time.Duration {
+	if h.Heartbeat <= 0 {
+		return DefaultHeartbeat
 	}
-	return streamEvents(c.Request().Context(), c.Response(), changes, reconnected, beat)
+	return h.Heartbeat
 }
 
 // sseWriteTimeout bounds one frame's write: a client that stops reading

@@ -24,6 +24,7 @@ import (
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/store/storetest"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 )
@@ -219,6 +220,7 @@ type fakeApprovals struct {
 // bundle is one test's running service.
 type bundle struct {
 	URL       string
+	Pool      *pgxpool.Pool
 	Token     string
 	Other     string // another principal's token
 	Model     *fakeModel
@@ -243,6 +245,7 @@ func setup(t *testing.T) *bundle {
 	fm := newFakeModel(t)
 	b := &bundle{Model: fm, reminders: map[string]int{}, approvals: &fakeApprovals{byThing: map[string]string{}, approved: map[string]bool{}},
 		release: make(chan struct{})}
+	b.Pool = pool
 
 	reg := capability.NewRegistry()
 	reg.MustRegister(

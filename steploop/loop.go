@@ -48,6 +48,10 @@ type Config struct {
 	MaxSteps int
 	// LeaseTTL bounds a request; 0 uses DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// CredentialMaxAge is how long ago the request's credential may have
+	// been checked when a tool runs; older, it is checked again first.
+	// 0 uses DefaultCredentialMaxAge.
+	CredentialMaxAge time.Duration
 	// Log receives errors that clients only see as safe messages.
 	Log *slog.Logger
 }
@@ -59,6 +63,13 @@ const DefaultSystemPrompt = `You are the assistant of an invoicing back office. 
 	`in their browser first. Issuing and deleting invoices need an approver's decision in the back office: ` +
 	`when a tool answers APPROVAL_REQUIRED, tell the user it waits for approval. Tool results with an ` +
 	`"error" member say what happened and what to do next; follow them.`
+
+// DefaultCredentialMaxAge bounds how long a turn acts on a credential
+// checked once: a turn may run for minutes (slow models, tools, up to the
+// lease), and a revoked token, a disabled user or a changed role must stop
+// its tool calls within the 15 s the approvals event stream allows too.
+// A turn that ends sooner, most of them, pays no extra statement.
+const DefaultCredentialMaxAge = 15 * time.Second
 
 // Service is the step loop: POST /v1/chat and GET /v1/conversations/{id}.
 type Service struct {
@@ -79,6 +90,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.CredentialMaxAge <= 0 {
+		cfg.CredentialMaxAge = DefaultCredentialMaxAge
 	}
 	if cfg.System == "" {
 		cfg.System = DefaultSystemPrompt
@@ -136,6 +150,10 @@ type turn struct {
 	// finishReason is set when the loop ends normally, errorText when a
 	// model step failed; end writes either once the answer is stored.
 	finishReason, errorText string
+	// checkedAt is when the request's credential was last checked;
+	// stopped ends the loop after a check failed.
+	checkedAt time.Time
+	stopped   bool
 }
 
 func (t *turn) asst() *Message { return &t.msgs[t.ai] }
@@ -244,7 +262,7 @@ func (t *turn) finish(reason string) { t.finishReason = reason }
 
 func (t *turn) steps() {
 	for step := 0; step < t.s.cfg.MaxSteps; step++ {
-		if t.ctx.Err() != nil {
+		if t.ctx.Err() != nil || t.stopped {
 			return
 		}
 		req := model.Request{System: t.s.cfg.System, Messages: Transcript(t.msgs), Tools: t.s.modelTools}
@@ -403,6 +421,16 @@ func (t *turn) runner(call capability.Call) func(ctx context.Context) (any, erro
 // instead of staying unanswered in the transcript, where it would block
 // the conversation for good.
 func (t *turn) invoke(ctx context.Context, call capability.Call) (v any, err error) {
+	if time.Since(t.checkedAt) > t.s.cfg.CredentialMaxAge {
+		if err := identity.Recheck(ctx); err != nil {
+			// Nothing more runs for this principal: the turn ends with
+			// what it has, telling the client why.
+			t.stopped = true
+			t.errorText = "Your credentials are no longer valid (token revoked, user disabled or role changed); sign in again to continue."
+			return nil, err
+		}
+		t.checkedAt = time.Now()
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			v, err = nil, fmt.Errorf("tool %s panicked: %v\n%s", call.Name, r, debug.Stack())

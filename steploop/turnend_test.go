@@ -2,10 +2,12 @@ package steploop_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,10 +33,21 @@ func (f funcModel) Stream(ctx context.Context, _ model.Request, onText func(stri
 // the default) and a clerk's token.
 func setupWithModel(t *testing.T, m model.Provider, ttl time.Duration) *bundle {
 	t.Helper()
+	return setupWithConfig(t, steploop.Config{Model: m, LeaseTTL: ttl})
+}
+
+// setupWithConfig serves the chat routes with cfg, its database, log,
+// tools (none, unless given) and frontend tools filled in, and a clerk's
+// token.
+func setupWithConfig(t *testing.T, cfg steploop.Config) *bundle {
+	t.Helper()
 	pool := storetest.Pool(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := steploop.New(steploop.Config{DB: pool, Model: m, Tools: capability.NewRegistry(),
-		Frontend: []steploop.FrontendTool{steploop.ShowInvoice}, Log: log, LeaseTTL: ttl})
+	cfg.DB, cfg.Log, cfg.Frontend = pool, log, []steploop.FrontendTool{steploop.ShowInvoice}
+	if cfg.Tools == nil {
+		cfg.Tools = capability.NewRegistry()
+	}
+	svc, err := steploop.New(cfg)
 	require.NoError(t, err)
 	e := server.New(server.DefaultConfig(), log, func(context.Context) error { return nil })
 	chatRoutes(e.Group("/v1", identity.Authenticate(pool, nil)), svc)
@@ -44,7 +57,7 @@ func setupWithModel(t *testing.T, m model.Provider, ttl time.Duration) *bundle {
 	require.NoError(t, err)
 	tok, err := identity.TokenCreate(context.Background(), pool, u.ID, "t")
 	require.NoError(t, err)
-	return &bundle{URL: srv.URL, Token: tok}
+	return &bundle{URL: srv.URL, Pool: pool, Token: tok}
 }
 
 // A panic in the turn outside a tool handler (here the model provider)
@@ -89,4 +102,47 @@ func TestChatRunLimitEndsWithAnErrorChunk(t *testing.T) {
 	t.Logf("response: %q", res.Body)
 	require.True(t, res.Done, "no terminal chunk and no [DONE] for a client still connected: %v", chunkTypes(res.Chunks))
 	require.Equal(t, "error", res.Chunks[len(res.Chunks)-1]["type"])
+}
+
+// A turn acts on its credential for at most CredentialMaxAge: a token
+// revoked while the model thinks runs no tool afterwards, and the turn
+// ends telling the client why.
+func TestChatToolsStopWhenTheCredentialIsRevokedMidTurn(t *testing.T) {
+	t.Parallel()
+	var ran atomic.Int32
+	reg := capability.NewRegistry()
+	reg.MustRegister(capability.Capability{
+		Descriptor: capability.Descriptor{Name: "lookup-thing", Description: "Look a thing up.", Risk: capability.RiskRead,
+			InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Handler: func(context.Context, capability.Call) (any, error) {
+			ran.Add(1)
+			return map[string]any{"ok": true}, nil
+		},
+	})
+	var b *bundle
+	steps := 0
+	b = setupWithConfig(t, steploop.Config{Tools: reg, CredentialMaxAge: time.Nanosecond,
+		Model: funcModel(func(ctx context.Context, onText func(string) error) (model.Step, error) {
+			steps++
+			switch steps {
+			case 1:
+				return model.Step{ToolCalls: []model.ToolCall{{ID: "c1", Name: "lookup-thing", Arguments: `{}`}}}, nil
+			case 2:
+				// The token is revoked while the model decides its next call.
+				if err := identity.TokenRevoke(context.Background(), b.Pool, b.Token); err != nil {
+					t.Errorf("revoke: %v", err) // not FailNow: this is the server's goroutine
+				}
+				return model.Step{ToolCalls: []model.ToolCall{{ID: "c2", Name: "lookup-thing", Arguments: `{}`}}}, nil
+			default:
+				return model.Step{Text: "done"}, nil
+			}
+		})})
+	res := b.chat(t, b.Token, body("conv-revoked", userMsg("u1", "look twice")))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.Equal(t, int32(1), ran.Load(), "the call after the revocation did not run")
+	require.True(t, res.Done)
+	last := res.Chunks[len(res.Chunks)-1]
+	require.Equal(t, "error", last["type"])
+	require.Contains(t, last["errorText"], "no longer valid")
+	require.Equal(t, 2, steps, "no model step after the refusal")
 }
