@@ -88,7 +88,7 @@ func Authenticate(db store.Executor, sessions SessionLookup) echo.MiddlewareFunc
 				u, err = TokenAuthenticate(r.Context(), db, token)
 			case sessions != nil:
 				check = func(ctx context.Context) (*User, error) { return sessions(ctx, r, false) }
-				u, err = sessions(r.Context(), r, true)
+				u, err = sessions(r.Context(), r, !opensStream(r))
 			default:
 				err = problem.Unauthenticated("authentication is required: send 'Authorization: Bearer <token>'")
 			}
@@ -136,4 +136,11 @@ func (h *Handler) Me(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, u)
+}
+
+// opensStream reports whether r asks for an event stream (EventSource
+// sends Accept: text/event-stream). Opening or reopening one is not the
+// user's activity, so it does not extend a session's idle window.
+func opensStream(r *http.Request) bool {
+	return strings.TrimSpace(r.Header.Get(echo.HeaderAccept)) == "text/event-stream"
 }

@@ -149,6 +149,12 @@ func tokenEqual(got, want string) bool {
 	return got != "" && want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
+// LiveRefreshHeader marks the inbox script's own re-read of a page after a
+// live event. That is not the user's activity, so it does not extend the
+// session's idle window: an unattended inbox tab signs out after the idle
+// limit like any other.
+const LiveRefreshHeader = "X-Invoiced-Live-Refresh"
+
 // PageFunc is a page handler that runs with a live session; Page makes it
 // an echo.HandlerFunc.
 type PageFunc func(c echo.Context, s *Session) error
@@ -159,7 +165,8 @@ type PageFunc func(c echo.Context, s *Session) error
 // HTML error page with the problem's status.
 func (h *Handler) Page(fn PageFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		s, err := h.sessionFromRequest(c)
+		r := c.Request()
+		s, err := h.session(r.Context(), r, r.Header.Get(LiveRefreshHeader) == "")
 		if err != nil {
 			if problem.HasCode(err, problem.CodeUnauthenticated) {
 				h.clearCookie(c, SessionCookie, "/")

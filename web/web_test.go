@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/identity"
@@ -44,6 +45,8 @@ type browser struct {
 	base string
 	c    *http.Client
 	ip   string
+	// header is sent with every request.
+	header http.Header
 }
 
 func (b *bundle) browser(t *testing.T) *browser {
@@ -74,6 +77,9 @@ func (br *browser) do(method, path string, form url.Values) page {
 	}
 	if br.ip != "" {
 		req.Header.Set("X-Forwarded-For", br.ip)
+	}
+	for k, v := range br.header {
+		req.Header[k] = v
 	}
 	resp, err := br.c.Do(req)
 	require.NoError(br.t, err)
@@ -434,4 +440,39 @@ func TestStaticAssetsAndNoInlineScript(t *testing.T) {
 	require.Contains(t, css.header.Get("Cache-Control"), "immutable")
 	require.Equal(t, http.StatusNotFound, br.do(http.MethodGet, "/static/../web.go", nil).status)
 	require.Equal(t, http.StatusNotFound, br.do(http.MethodGet, "/static/nope.js", nil).status)
+}
+
+// Only what the user does keeps a session from idling out: the inbox's
+// own refresh after a live event (it says so in a header) and an event
+// stream's request are not activity, so an unattended inbox tab signs out
+// after the idle limit like any other.
+func TestPassiveRequestsDoNotKeepASessionAlive(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(t, "ann", identity.RoleApprover)
+	ctx := context.Background()
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("ann", testPassword).status)
+	lastSeen := func() time.Duration {
+		var seen time.Time
+		require.NoError(t, b.h.Pool.QueryRow(ctx, `SELECT last_seen_at FROM web_sessions`).Scan(&seen))
+		return time.Since(seen)
+	}
+	age := func() {
+		_, err := b.h.Pool.Exec(ctx, `UPDATE web_sessions SET last_seen_at = now() - interval '10 minutes'`)
+		require.NoError(t, err)
+	}
+
+	age()
+	br.header = http.Header{web.LiveRefreshHeader: {"1"}}
+	require.Equal(t, http.StatusOK, br.do(http.MethodGet, "/inbox", nil).status)
+	require.Greater(t, lastSeen(), 9*time.Minute, "the live refresh did not touch the session")
+
+	br.header = http.Header{"Accept": {"text/event-stream"}}
+	require.Equal(t, http.StatusOK, br.do(http.MethodGet, "/v1/me", nil).status)
+	require.Greater(t, lastSeen(), 9*time.Minute, "a stream's request did not touch the session")
+
+	br.header = nil
+	require.Equal(t, http.StatusOK, br.do(http.MethodGet, "/inbox", nil).status)
+	require.Less(t, lastSeen(), time.Minute, "the user's own request did")
 }

@@ -21,7 +21,7 @@
     if (pending) return;
     pending = true;
     var before = known();
-    fetch(window.location.pathname + window.location.search, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+    fetch(window.location.pathname + window.location.search, { credentials: "same-origin", headers: { "Accept": "text/html", "X-Invoiced-Live-Refresh": "1" } })
       .then(function (r) {
         if (r.redirected || !r.ok) throw new Error("inbox: " + r.status);
         return r.text();
