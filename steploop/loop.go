@@ -151,7 +151,7 @@ type turn struct {
 	// model step failed; end writes either once the answer is stored.
 	finishReason, errorText string
 	// checkedAt is when the request's credential was last checked;
-	// stopped ends the loop after a check failed.
+	// stopped ends the loop after a check failed or the lease was lost.
 	checkedAt time.Time
 	stopped   bool
 }
@@ -166,6 +166,12 @@ func (t *turn) save() {
 	defer cancel()
 	if err := MessagePutLeased(ctx, t.s.cfg.DB, t.lease, t.ai, *t.asst()); err != nil {
 		t.s.cfg.Log.Error("steploop: save message", "conversation", t.lease.ID, "err", err)
+		if problem.HasCode(err, CodeConversationBusy) {
+			// Another request holds the conversation now: no more
+			// effects whose record could not be kept.
+			t.stopped = true
+			t.errorText = "This request lost its hold on the conversation; reload it before sending another message."
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package steploop_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -145,4 +146,38 @@ func TestChatToolsStopWhenTheCredentialIsRevokedMidTurn(t *testing.T) {
 	require.Equal(t, "error", last["type"])
 	require.Contains(t, last["errorText"], "no longer valid")
 	require.Equal(t, 2, steps, "no model step after the refusal")
+}
+
+// A turn that finds its lease taken when it saves after an effect runs
+// nothing more: the record of further effects could not be kept.
+func TestChatStopsWhenItsLeaseIsTakenMidTurn(t *testing.T) {
+	t.Parallel()
+	var ran atomic.Int32
+	var b *bundle
+	reg := capability.NewRegistry()
+	reg.MustRegister(capability.Capability{
+		Descriptor: capability.Descriptor{Name: "change-thing", Description: "Change a thing.", Risk: capability.RiskConsequential,
+			InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Handler: func(ctx context.Context, _ capability.Call) (any, error) {
+			ran.Add(1)
+			// Meanwhile the lease expired and another request took it.
+			_, err := b.Pool.Exec(ctx, `UPDATE conversations SET busy_token = gen_random_uuid() WHERE id = 'conv-taken'`)
+			return map[string]any{"changed": true}, err
+		},
+	})
+	steps := 0
+	b = setupWithConfig(t, steploop.Config{Tools: reg,
+		Model: funcModel(func(ctx context.Context, onText func(string) error) (model.Step, error) {
+			steps++
+			if steps <= 2 {
+				return model.Step{ToolCalls: []model.ToolCall{{ID: fmt.Sprintf("c%d", steps), Name: "change-thing", Arguments: `{}`}}}, nil
+			}
+			return model.Step{Text: "done"}, nil
+		})})
+	res := b.chat(t, b.Token, body("conv-taken", userMsg("u1", "change it twice")))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.Equal(t, int32(1), ran.Load(), "no effect after the lease was lost")
+	require.Equal(t, 1, steps)
+	require.True(t, res.Done)
+	require.Equal(t, "error", res.Chunks[len(res.Chunks)-1]["type"])
 }
