@@ -43,7 +43,18 @@ type sse struct {
 	closed  bool // the handler is returning: w is no longer ours
 	timer   *time.Timer
 	delay   time.Duration // FlushDelay; tests set their own
+	rc      *http.ResponseController
+	// writeTimeout bounds each write to the client (WriteTimeout).
+	writeTimeout time.Duration
 }
+
+// WriteTimeout bounds one write of the chat stream: a client that stops
+// reading while keeping its connection open (its socket buffer full) fails
+// the stream, whose turn then ends as if it had gone away, instead of
+// holding the handler and the conversation's lease, and graceful shutdown,
+// until TCP gives up. The server has no write timeout of its own, since
+// streams and long polls outlast any single one.
+const WriteTimeout = 30 * time.Second
 
 func newSSE(w http.ResponseWriter) *sse {
 	h := w.Header()
@@ -54,7 +65,7 @@ func newSSE(w http.ResponseWriter) *sse {
 	h.Set(HeaderStream, "v1")
 	w.WriteHeader(http.StatusOK)
 	f, _ := w.(http.Flusher)
-	return &sse{w: w, f: f, delay: FlushDelay}
+	return &sse{w: w, f: f, delay: FlushDelay, rc: http.NewResponseController(w), writeTimeout: WriteTimeout}
 }
 
 // chunk is one UIMessageChunk; the map keeps each chunk's members exactly
@@ -77,6 +88,7 @@ func (s *sse) write(b []byte) {
 	if s.err != nil || s.closed {
 		return
 	}
+	s.deadline()
 	if _, err := s.w.Write(b); err != nil {
 		s.err = err
 		return
@@ -116,8 +128,13 @@ func (s *sse) timedFlush() {
 			s.f = nil
 		}
 	}()
+	s.deadline()
 	s.f.Flush()
 }
+
+// deadline bounds the write about to happen; a writer without deadlines
+// (a test's recorder) has none.
+func (s *sse) deadline() { _ = s.rc.SetWriteDeadline(time.Now().Add(s.writeTimeout)) }
 
 // close hands w back to the handler's caller: a due flush is cancelled
 // (or, already running, finds it closed), and what is buffered leaves
@@ -129,4 +146,9 @@ func (s *sse) close() {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
+	// The server sets no deadline per request, so one left here would cut
+	// the next request on this connection (a long poll, say). What is
+	// left leaves with the response's end, after the turn has stored its
+	// answer and released the conversation.
+	_ = s.rc.SetWriteDeadline(time.Time{})
 }

@@ -1,6 +1,7 @@
 package steploop
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -120,4 +121,35 @@ func TestSSETimedFlushSurvivesAWriterThatCannotFlush(t *testing.T) {
 	s.flushSoon()
 	s.close()
 	require.Contains(t, w.Body.String(), `"finish"`)
+}
+
+// A client that stops reading while its connection stays open fails the
+// stream's writes once its socket buffer is full, instead of holding the
+// handler (and with it the conversation's lease) until TCP gives up.
+func TestSSEWriteToAClientThatStopsReadingFails(t *testing.T) {
+	t.Parallel()
+	done := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		s := newSSE(w)
+		s.writeTimeout = 200 * time.Millisecond
+		defer s.close()
+		big := strings.Repeat("x", 64<<10)
+		for i := 0; i < 4096 && s.err == nil; i++ { // up to 256 MiB: more than any socket buffer
+			s.send(chunk{"type": "text-delta", "delta": big})
+		}
+		done <- s.err
+	}))
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+	require.NoError(t, err)
+	// ... and never reads.
+	select {
+	case err := <-done:
+		require.Error(t, err, "the write failed on its deadline")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the handler is still blocked writing to a client that stopped reading")
+	}
 }
