@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -234,10 +235,34 @@ func (t *turn) runGuarded(d Delta) {
 			t.s.cfg.Log.Error("steploop: the turn panicked", "conversation", t.lease.ID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			t.finishReason = ""
 			t.errorText = "The server failed while answering; the error has been logged. Send the message again to retry."
+			t.interrupt()
 		}
 	}()
 	t.run(d)
 }
+
+// codeNoResult is a call that ended without a result: its effect, if it
+// has one, is unknown.
+const codeNoResult = "NO_RESULT"
+
+// interrupt ends as tool errors the answer's calls that a failed turn
+// left neither resolved nor waiting for the browser's confirmation: stored
+// unresolved, a server tool's call could never be answered, and every
+// later message would be refused. The client gets the same outcome in the
+// stream, so its copy stays equal to the stored one.
+func (t *turn) interrupt() {
+	ps := t.asst().Parts
+	for i := range ps {
+		p := &ps[i]
+		if p.IsTool() && (p.State == StateInputAvailable || p.State == StateApprovalResponded) {
+			t.toolError(p, problem.New(http.StatusConflict, codeNoResult,
+				"The call was interrupted before it produced a result; whether it took effect is unknown. Check before retrying."))
+		}
+	}
+}
+
+// stoppedError is a call the turn did not run because it had stopped.
+var stoppedError = problem.New(http.StatusConflict, codeNoResult, "Not run: this request stopped before the call (see the error that ends it).")
 
 // run applies the reconciled delta and runs model steps.
 func (t *turn) run(d Delta) {
@@ -361,6 +386,10 @@ func (t *turn) dispatch(tc model.ToolCall) bool {
 	// The tool may take a while (a bound one waits on the confirm
 	// controller's statements): show the call first.
 	t.out.flushSoon()
+	if t.stopped {
+		t.toolError(p, stoppedError)
+		return false
+	}
 	if !validJSON {
 		t.toolError(p, problem.Invalid("input", "the tool arguments are not a JSON object"))
 		return false
@@ -432,7 +461,10 @@ func (t *turn) invoke(ctx context.Context, call capability.Call) (v any, err err
 			// Nothing more runs for this principal: the turn ends with
 			// what it has, telling the client why.
 			t.stopped = true
-			t.errorText = "Your credentials are no longer valid (token revoked, user disabled or role changed); sign in again to continue."
+			t.errorText = "The server could not check your credentials again; the error has been logged. Send the message again to retry."
+			if problem.HasCode(err, problem.CodeUnauthenticated) {
+				t.errorText = "Your credentials are no longer valid (token revoked, user disabled or role changed); sign in again to continue."
+			}
 			return nil, err
 		}
 		t.checkedAt = time.Now()
@@ -483,6 +515,10 @@ func (t *turn) answerApproval(a ApprovalAnswer) {
 	approved := a.Approved
 	p.State = StateApprovalResponded
 	p.Approval = &PartApproval{ID: a.ApprovalID, Approved: &approved, Reason: a.Reason}
+	if t.stopped {
+		t.toolError(p, stoppedError)
+		return
+	}
 	call, err := t.prepare(p.ToolName(), p.Input)
 	if err != nil {
 		t.toolError(p, err)
