@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
@@ -14,6 +16,24 @@ type ctxKey struct{}
 
 // recheckKey carries the request's credential check; see Recheck.
 type recheckKey struct{}
+
+// credential is what Authenticate leaves for Recheck and CheckedAt.
+type credential struct {
+	check func(context.Context) (*User, error)
+	mu    sync.Mutex
+	at    time.Time
+}
+
+// CheckedAt is when the request's credential was checked: by
+// Authenticate, or by the last Recheck that passed. Zero without one.
+func CheckedAt(ctx context.Context) time.Time {
+	if c, ok := ctx.Value(recheckKey{}).(*credential); ok {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.at
+	}
+	return time.Time{}
+}
 
 // WithPrincipal returns ctx carrying p.
 func WithPrincipal(ctx context.Context, p Principal) context.Context {
@@ -49,18 +69,21 @@ type SessionLookup func(ctx context.Context, r *http.Request, touch bool) (*User
 // response that stays open (the approvals event stream) calls it while it
 // runs. Any difference is 401: the client authenticates again.
 func Recheck(ctx context.Context) error {
-	check, ok := ctx.Value(recheckKey{}).(func(context.Context) (*User, error))
+	c, ok := ctx.Value(recheckKey{}).(*credential)
 	p, okp := FromContext(ctx)
 	if !ok || !okp {
 		return problem.Unauthenticated("authentication is required")
 	}
-	u, err := check(ctx)
+	u, err := c.check(ctx)
 	if err != nil {
 		return err
 	}
 	if u.Principal() != p {
 		return problem.Unauthenticated("the user's account changed: authenticate again")
 	}
+	c.mu.Lock()
+	c.at = time.Now()
+	c.mu.Unlock()
 	return nil
 }
 
@@ -71,6 +94,7 @@ func Authenticate(db store.Executor, sessions SessionLookup) echo.MiddlewareFunc
 		return func(c echo.Context) error {
 			authz := c.Request().Header.Get(echo.HeaderAuthorization)
 			r := c.Request()
+			checkedAt := time.Now()
 			var (
 				u     *User
 				err   error
@@ -95,7 +119,7 @@ func Authenticate(db store.Executor, sessions SessionLookup) echo.MiddlewareFunc
 			if err != nil {
 				return err
 			}
-			ctx := context.WithValue(WithPrincipal(r.Context(), u.Principal()), recheckKey{}, check)
+			ctx := context.WithValue(WithPrincipal(r.Context(), u.Principal()), recheckKey{}, &credential{check: check, at: checkedAt})
 			c.SetRequest(r.WithContext(ctx))
 			return next(c)
 		}

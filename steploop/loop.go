@@ -151,10 +151,9 @@ type turn struct {
 	// finishReason is set when the loop ends normally, errorText when a
 	// model step failed; end writes either once the answer is stored.
 	finishReason, errorText string
-	// checkedAt is when the request's credential was last checked;
-	// stopped ends the loop after a check failed or the lease was lost.
-	checkedAt time.Time
-	stopped   bool
+	// stopped ends the loop after a credential check failed or the lease
+	// was lost.
+	stopped bool
 }
 
 func (t *turn) asst() *Message { return &t.msgs[t.ai] }
@@ -456,7 +455,7 @@ func (t *turn) runner(call capability.Call) func(ctx context.Context) (any, erro
 // instead of staying unanswered in the transcript, where it would block
 // the conversation for good.
 func (t *turn) invoke(ctx context.Context, call capability.Call) (v any, err error) {
-	if time.Since(t.checkedAt) > t.s.cfg.CredentialMaxAge {
+	if time.Since(identity.CheckedAt(ctx)) > t.s.cfg.CredentialMaxAge {
 		if err := identity.Recheck(ctx); err != nil {
 			// Nothing more runs for this principal: the turn ends with
 			// what it has, telling the client why.
@@ -467,7 +466,6 @@ func (t *turn) invoke(ctx context.Context, call capability.Call) (v any, err err
 			}
 			return nil, err
 		}
-		t.checkedAt = time.Now()
 	}
 	defer func() {
 		if r := recover(); r != nil {
