@@ -48,8 +48,11 @@ const (
 const Retention = 24 * time.Hour
 
 // Lease is how long an in-flight key stays taken without finishing: longer
-// than any request runs (the server's write timeout is well under it), so
-// only a replica that died mid-request loses its claim.
+// than any request whose response is stored runs (long polls end within
+// 60 s), so only a replica that died mid-request loses its claim. A chat
+// stream may run longer (up to its 10-minute conversation lease) but is
+// never stored; a retry that reclaims its key meanwhile is refused by the
+// conversation's lease (CONVERSATION_BUSY), so it still runs once.
 const Lease = 2 * time.Minute
 
 // maxKeyLen follows Stripe's 255-character limit.
