@@ -71,7 +71,7 @@ func (s *Service) stream(ctx context.Context, w http.ResponseWriter, lease *Leas
 	defer cancel()
 	out := newSSE(w)
 	defer out.close()
-	t := &turn{s: s, ctx: runCtx, lease: lease, p: p, msgs: stored, ai: len(stored) - 1, out: out}
+	t := &turn{s: s, ctx: runCtx, lease: lease, p: p, msgs: stored, ai: len(stored) - 1, out: out, attempted: map[string]bool{}}
 	t.runGuarded(delta)
 	if t.finishReason == "" && t.errorText == "" && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		// The run's own limit, not the client going away: the client is

@@ -154,6 +154,9 @@ type turn struct {
 	// stopped ends the loop after a credential check failed or the lease
 	// was lost.
 	stopped bool
+	// attempted holds the browser answers (by tool call id) this turn
+	// began to act on.
+	attempted map[string]bool
 }
 
 func (t *turn) asst() *Message { return &t.msgs[t.ai] }
@@ -253,7 +256,12 @@ func (t *turn) interrupt() {
 	ps := t.asst().Parts
 	for i := range ps {
 		p := &ps[i]
-		if p.IsTool() && (p.State == StateInputAvailable || p.State == StateApprovalResponded) {
+		switch {
+		case !p.IsTool():
+		case p.State == StateApprovalResponded && !t.attempted[p.ToolCallID]:
+			// Its confirmation was never used: it did not run.
+			t.toolError(p, stoppedError)
+		case p.State == StateInputAvailable || p.State == StateApprovalResponded:
 			t.toolError(p, problem.New(http.StatusConflict, codeNoResult,
 				"The call was interrupted before it produced a result; whether it took effect is unknown. Check before retrying."))
 		}
@@ -273,6 +281,15 @@ func (t *turn) run(d Delta) {
 		} else {
 			p.State, p.Output = StateOutputAvailable, o.Output
 		}
+	}
+	// Every answer is recorded first, as the client already holds it: a
+	// turn that fails while handling one then still ends the others, in
+	// the stream and the transcript alike (interrupt).
+	for _, a := range d.Approvals {
+		p := t.part(a.ToolCallID)
+		approved := a.Approved
+		p.State = StateApprovalResponded
+		p.Approval = &PartApproval{ID: a.ApprovalID, Approved: &approved, Reason: a.Reason}
 	}
 	for _, a := range d.Approvals {
 		t.answerApproval(a)
@@ -510,9 +527,7 @@ func (t *turn) confirmOutcome(p *Part, call capability.Call, out confirm.Outcome
 // never the client's copy (ADR-0005).
 func (t *turn) answerApproval(a ApprovalAnswer) {
 	p := t.part(a.ToolCallID)
-	approved := a.Approved
-	p.State = StateApprovalResponded
-	p.Approval = &PartApproval{ID: a.ApprovalID, Approved: &approved, Reason: a.Reason}
+	t.attempted[a.ToolCallID] = true
 	if t.stopped {
 		t.toolError(p, stoppedError)
 		return
