@@ -117,9 +117,9 @@ func ConversationGet(ctx context.Context, db store.Executor, id string, owner uu
 // Inside a caller's transaction it leaves the setting alone, since it
 // would apply to that whole transaction.
 func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration, m Message) (*Lease, bool, error) {
-	parts, err := json.Marshal(m.Parts)
+	parts, err := partsJSON(m)
 	if err != nil {
-		return nil, false, fmt.Errorf("marshal parts: %w", err)
+		return nil, false, err
 	}
 	l := Lease{token: uuid.New(), created: true}
 	_, inTx := db.(pgx.Tx)
@@ -172,27 +172,41 @@ var errLeaseLost = problem.Conflict(CodeConversationBusy,
 // writes only while the lease is still this request's: otherwise nothing
 // is written and the error is CONVERSATION_BUSY.
 func MessagePutRelease(ctx context.Context, db store.Executor, l *Lease, position int, m Message) error {
-	parts, err := json.Marshal(m.Parts)
+	return messagePutHeld(ctx, db, l, position, m, `
+		UPDATE conversations SET busy_token = NULL, busy_until = NULL, updated_at = now()
+		 WHERE id = $1 AND busy_token = $2
+		RETURNING id`)
+}
+
+// MessagePutLeased is MessagePut for a request that holds l: it writes
+// only while the lease is still this request's (the row lock makes a
+// concurrent take-over wait, then the check sees it), and is
+// CONVERSATION_BUSY otherwise, writing nothing.
+func MessagePutLeased(ctx context.Context, db store.Executor, l *Lease, position int, m Message) error {
+	return messagePutHeld(ctx, db, l, position, m, `
+		SELECT id FROM conversations WHERE id = $1 AND busy_token = $2 FOR SHARE`)
+}
+
+// messagePutHeld stores m at position in one statement whose lease CTE
+// (given the conversation id as $1 and the lease token as $2) yields the
+// conversation's id only while l is still held; it is CONVERSATION_BUSY,
+// writing nothing, when it yields none.
+func messagePutHeld(ctx context.Context, db store.Executor, l *Lease, position int, m Message, lease string) error {
+	parts, err := partsJSON(m)
 	if err != nil {
-		return fmt.Errorf("marshal parts: %w", err)
-	}
-	if m.Parts == nil {
-		parts = []byte("[]")
+		return err
 	}
 	var held bool
 	err = db.QueryRow(ctx, `
-		WITH l AS (
-			UPDATE conversations SET busy_token = NULL, busy_until = NULL, updated_at = now()
-			 WHERE id = $1 AND busy_token = $6
-			RETURNING id
+		WITH l AS (`+lease+`
 		), m AS (
 			INSERT INTO conversation_messages (conversation_id, position, id, role, parts)
-			SELECT id, $2, $3, $4, $5 FROM l
+			SELECT id, $3, $4, $5, $6 FROM l
 			ON CONFLICT (conversation_id, position) DO UPDATE
 			   SET parts = EXCLUDED.parts, updated_at = now()
 		)
 		SELECT EXISTS (SELECT 1 FROM l)`,
-		l.ID, position, m.ID, m.Role, parts, l.token).Scan(&held)
+		l.ID, l.token, position, m.ID, m.Role, parts).Scan(&held)
 	if err != nil {
 		return store.MapError(err, "message")
 	}
@@ -200,6 +214,18 @@ func MessagePutRelease(ctx context.Context, db store.Executor, l *Lease, positio
 		return errLeaseLost
 	}
 	return nil
+}
+
+// partsJSON is m's parts as stored: a JSON array, empty for none.
+func partsJSON(m Message) ([]byte, error) {
+	if m.Parts == nil {
+		return []byte("[]"), nil
+	}
+	parts, err := json.Marshal(m.Parts)
+	if err != nil {
+		return nil, fmt.Errorf("marshal parts: %w", err)
+	}
+	return parts, nil
 }
 
 // MessageList returns a conversation's messages in order.
@@ -231,49 +257,13 @@ func scanMessage(row pgx.CollectableRow) (Message, error) {
 	return m, nil
 }
 
-// MessagePutLeased is MessagePut for a request that holds l: it writes
-// only while the lease is still this request's (the row lock makes a
-// concurrent take-over wait, then the check sees it), and is
-// CONVERSATION_BUSY otherwise, writing nothing.
-func MessagePutLeased(ctx context.Context, db store.Executor, l *Lease, position int, m Message) error {
-	parts, err := json.Marshal(m.Parts)
-	if err != nil {
-		return fmt.Errorf("marshal parts: %w", err)
-	}
-	if m.Parts == nil {
-		parts = []byte("[]")
-	}
-	var held bool
-	err = db.QueryRow(ctx, `
-		WITH l AS (
-			SELECT id FROM conversations WHERE id = $1 AND busy_token = $6 FOR SHARE
-		), m AS (
-			INSERT INTO conversation_messages (conversation_id, position, id, role, parts)
-			SELECT id, $2, $3, $4, $5 FROM l
-			ON CONFLICT (conversation_id, position) DO UPDATE
-			   SET parts = EXCLUDED.parts, updated_at = now()
-		)
-		SELECT EXISTS (SELECT 1 FROM l)`,
-		l.ID, position, m.ID, m.Role, parts, l.token).Scan(&held)
-	if err != nil {
-		return store.MapError(err, "message")
-	}
-	if !held {
-		return errLeaseLost
-	}
-	return nil
-}
-
 // MessagePut stores m at position, replacing what was there (the assistant
 // message grows step by step). It does not look at the lease: the caller
 // took it in the same transaction.
 func MessagePut(ctx context.Context, db store.Executor, conversationID string, position int, m Message) error {
-	parts, err := json.Marshal(m.Parts)
+	parts, err := partsJSON(m)
 	if err != nil {
-		return fmt.Errorf("marshal parts: %w", err)
-	}
-	if m.Parts == nil {
-		parts = []byte("[]")
+		return err
 	}
 	_, err = db.Exec(ctx, `
 		INSERT INTO conversation_messages (conversation_id, position, id, role, parts)
