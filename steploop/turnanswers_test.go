@@ -28,19 +28,14 @@ func (badOutput) MarshalJSON() ([]byte, error) { panic("MarshalJSON bug") }
 func TestChatPanicWhileAnsweringSeveralConfirmationsKeepsCopiesEqual(t *testing.T) {
 	t.Parallel()
 	var ran atomic.Int32
-	reg := capability.NewRegistry()
-	reg.MustRegister(capability.Capability{
-		Descriptor: capability.Descriptor{Name: "send-reminder", Description: "Send.", Risk: capability.RiskBound,
-			InputSchema: json.RawMessage(`{"type":"object"}`)},
-		Handler: func(_ context.Context, call capability.Call) (any, error) {
-			ran.Add(1)
-			var in struct{ To string }
-			_ = json.Unmarshal(call.Input, &in)
-			if in.To == "a" {
-				return badOutput{}, nil
-			}
-			return map[string]any{"sent_to": in.To}, nil
-		},
+	reg := registryWith("send-reminder", capability.RiskBound, func(_ context.Context, call capability.Call) (any, error) {
+		ran.Add(1)
+		var in struct{ To string }
+		_ = json.Unmarshal(call.Input, &in)
+		if in.To == "a" {
+			return badOutput{}, nil
+		}
+		return map[string]any{"sent_to": in.To}, nil
 	})
 	ctl, err := confirm.NewController(confirm.Config{Registry: confirm.NewMemory(), Mode: confirm.ModeWait})
 	require.NoError(t, err)

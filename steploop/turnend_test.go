@@ -37,6 +37,16 @@ func setupWithModel(t *testing.T, m model.Provider, ttl time.Duration) *bundle {
 	return setupWithConfig(t, steploop.Config{Model: m, LeaseTTL: ttl})
 }
 
+// registryWith is a registry of one tool, name, taking any JSON object.
+func registryWith(name string, risk capability.Risk, h func(context.Context, capability.Call) (any, error)) *capability.Registry {
+	reg := capability.NewRegistry()
+	reg.MustRegister(capability.Capability{
+		Descriptor: capability.Descriptor{Name: name, Description: "A test tool.", Risk: risk, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Handler:    h,
+	})
+	return reg
+}
+
 // setupWithConfig serves the chat routes with cfg, its database, log,
 // tools (none, unless given) and frontend tools filled in, and a clerk's
 // token.
@@ -111,14 +121,9 @@ func TestChatRunLimitEndsWithAnErrorChunk(t *testing.T) {
 func TestChatToolsStopWhenTheCredentialIsRevokedMidTurn(t *testing.T) {
 	t.Parallel()
 	var ran atomic.Int32
-	reg := capability.NewRegistry()
-	reg.MustRegister(capability.Capability{
-		Descriptor: capability.Descriptor{Name: "lookup-thing", Description: "Look a thing up.", Risk: capability.RiskRead,
-			InputSchema: json.RawMessage(`{"type":"object"}`)},
-		Handler: func(context.Context, capability.Call) (any, error) {
-			ran.Add(1)
-			return map[string]any{"ok": true}, nil
-		},
+	reg := registryWith("lookup-thing", capability.RiskRead, func(context.Context, capability.Call) (any, error) {
+		ran.Add(1)
+		return map[string]any{"ok": true}, nil
 	})
 	var b *bundle
 	steps := 0
@@ -154,16 +159,11 @@ func TestChatStopsWhenItsLeaseIsTakenMidTurn(t *testing.T) {
 	t.Parallel()
 	var ran atomic.Int32
 	var b *bundle
-	reg := capability.NewRegistry()
-	reg.MustRegister(capability.Capability{
-		Descriptor: capability.Descriptor{Name: "change-thing", Description: "Change a thing.", Risk: capability.RiskConsequential,
-			InputSchema: json.RawMessage(`{"type":"object"}`)},
-		Handler: func(ctx context.Context, _ capability.Call) (any, error) {
-			ran.Add(1)
-			// Meanwhile the lease expired and another request took it.
-			_, err := b.Pool.Exec(ctx, `UPDATE conversations SET busy_token = gen_random_uuid() WHERE id = 'conv-taken'`)
-			return map[string]any{"changed": true}, err
-		},
+	reg := registryWith("change-thing", capability.RiskConsequential, func(ctx context.Context, _ capability.Call) (any, error) {
+		ran.Add(1)
+		// Meanwhile the lease expired and another request took it.
+		_, err := b.Pool.Exec(ctx, `UPDATE conversations SET busy_token = gen_random_uuid() WHERE id = 'conv-taken'`)
+		return map[string]any{"changed": true}, err
 	})
 	steps := 0
 	b = setupWithConfig(t, steploop.Config{Tools: reg,

@@ -2,7 +2,6 @@ package steploop_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -28,12 +27,7 @@ func (panicConfirmer) Call(context.Context, confirm.Request, func(context.Contex
 // message would be refused.
 func TestChatPanicMidToolLeavesNoCallUnresolved(t *testing.T) {
 	t.Parallel()
-	reg := capability.NewRegistry()
-	reg.MustRegister(capability.Capability{
-		Descriptor: capability.Descriptor{Name: "send-reminder", Description: "Send.", Risk: capability.RiskBound,
-			InputSchema: json.RawMessage(`{"type":"object"}`)},
-		Handler: func(context.Context, capability.Call) (any, error) { return map[string]any{"ok": true}, nil },
-	})
+	reg := registryWith("send-reminder", capability.RiskBound, func(context.Context, capability.Call) (any, error) { return map[string]any{"ok": true}, nil })
 	steps := 0
 	b := setupWithConfig(t, steploop.Config{Tools: reg, Confirm: panicConfirmer{},
 		Model: funcModel(func(ctx context.Context, onText func(string) error) (model.Step, error) {
@@ -61,12 +55,7 @@ func TestChatPanicMidToolLeavesNoCallUnresolved(t *testing.T) {
 // accepted.
 func TestChatAfterAFailedRecheckNoCallIsLeftPending(t *testing.T) {
 	t.Parallel()
-	reg := capability.NewRegistry()
-	reg.MustRegister(capability.Capability{
-		Descriptor: capability.Descriptor{Name: "lookup-thing", Description: "Look.", Risk: capability.RiskRead,
-			InputSchema: json.RawMessage(`{"type":"object"}`)},
-		Handler: func(context.Context, capability.Call) (any, error) { return map[string]any{"ok": true}, nil },
-	})
+	reg := registryWith("lookup-thing", capability.RiskRead, func(context.Context, capability.Call) (any, error) { return map[string]any{"ok": true}, nil })
 	var b *bundle
 	steps := 0
 	b = setupWithConfig(t, steploop.Config{Tools: reg, CredentialMaxAge: time.Nanosecond,
