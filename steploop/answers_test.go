@@ -1,11 +1,16 @@
 package steploop_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/steploop"
+	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/stretchr/testify/require"
 )
 
@@ -91,4 +96,70 @@ func TestChatRefusesAnswersHoldingNUL(t *testing.T) {
 	require.Zero(t, b.Reminders("alice"), "the bound tool never ran")
 	_, stored := b.conversation(t, b.Token, "conv-nul2")
 	require.Equal(t, "approval-requested", toolState(t, stored, "send-reminder"), "nothing was written")
+}
+
+// A browser answer that Go reads as JSON but PostgreSQL's jsonb cannot
+// store (an unpaired UTF-16 surrogate escape), or with a number no
+// JavaScript client can send and Go cannot compare (past ±1.8e308), is
+// refused like U+0000, before the model reads it.
+func TestChatRefusesAnswersPostgresCannotStore(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.chat(t, b.Token, body("conv-odd", userMsg("u1", "show me the invoice")))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	_, shown := b.conversation(t, b.Token, "conv-odd")
+	for output, says := range map[string]string{
+		`{"shown":"\ud800"}`:        "surrogate",
+		`{"shown":"a\udc00b"}`:      "surrogate",
+		`{"shown":"\ud800\u0041"}`:  "surrogate",
+		`{"shown":1e1000000}`:       "1.8e308",
+		`{"shown":true,"z":-1e400}`: "1.8e308",
+	} {
+		msgs := editToolPart(t, shown, "show-invoice", func(p map[string]any) {
+			p["state"], p["output"] = "output-available", json.RawMessage(output)
+		})
+		res := b.chat(t, b.Token, body("conv-odd", anyList(msgs)...))
+		require.Equal(t, http.StatusUnprocessableEntity, res.Status, "%s: %s", output, res.Body)
+		require.Contains(t, string(res.Body), says, output)
+	}
+	require.Len(t, b.Model.Requests(), 1, "the model never ran on a refused answer")
+	_, stored := b.conversation(t, b.Token, "conv-odd")
+	require.Equal(t, "input-available", toolState(t, stored, "show-invoice"), "nothing was written")
+
+	// A surrogate pair is a character like any other.
+	msgs := editToolPart(t, shown, "show-invoice", func(p map[string]any) {
+		p["state"], p["output"] = "output-available", json.RawMessage(`{"shown":"\ud83d\ude00"}`)
+	})
+	res = b.chat(t, b.Token, body("conv-odd", anyList(msgs)...))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+}
+
+// A model's tool input is stored as the model wrote it, and jsonb
+// rewrites numbers (1e400 becomes 1 followed by 400 zeros): the stored
+// transcript sent back with a new message must still match, or the
+// conversation could never be continued.
+func TestChatModelInputWithAHugeNumberKeepsTheConversationUsable(t *testing.T) {
+	t.Parallel()
+	var steps atomic.Int32
+	b := setupWithConfig(t, steploop.Config{
+		Model: funcModel(func(ctx context.Context, onText func(string) error) (model.Step, error) {
+			if steps.Add(1) == 1 {
+				return model.Step{ToolCalls: []model.ToolCall{{ID: "c1", Name: "measure", Arguments: `{"n":1e400,"m":1.50}`}}, FinishReason: "tool_calls"}, nil
+			}
+			_ = onText("done")
+			return model.Step{Text: "done", FinishReason: "stop"}, nil
+		}),
+		Tools: registryWith("measure", capability.RiskRead, func(context.Context, capability.Call) (any, error) {
+			return map[string]int{"ok": 1}, nil
+		}),
+	})
+	// (post: a JavaScript client reads 1e400 as Infinity; Go's test
+	// parser of the stream cannot.)
+	_, err := b.post(context.Background(), "conv-huge", userMsg("u1", "measure"))
+	require.NoError(t, err)
+	status, stored := b.conversation(t, b.Token, "conv-huge")
+	require.Equal(t, http.StatusOK, status)
+	require.Len(t, stored, 2)
+	_, err = b.post(context.Background(), "conv-huge", anyList(stored, userMsg("u2", "again"))...)
+	require.NoError(t, err, "the server's own transcript is refused")
 }

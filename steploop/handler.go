@@ -37,13 +37,25 @@ func (s *Service) Chat(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	lease, stored, delta, err := s.open(ctx, id, p, client)
+	// The open runs to its end even if the client goes away meanwhile:
+	// pgx returns at once on a cancelled context while a statement or
+	// COMMIT already sent may still land, and then nothing would give back
+	// the lease it took (busy for the whole LeaseTTL). With the lease in
+	// hand, the stream below stores what there is and releases it.
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), openTimeout)
+	lease, stored, delta, err := s.open(octx, id, p, client)
+	cancel()
 	if err != nil {
 		return err
 	}
 	s.stream(ctx, c.Response(), lease, p, stored, delta)
 	return nil
 }
+
+// openTimeout bounds opening a conversation (at most three statements,
+// which may wait for another request's short write on the same row) once
+// it no longer follows the client's context.
+const openTimeout = 10 * time.Second
 
 // parseChat decodes and checks the body of POST /v1/chat: the
 // conversation id and the client's messages.

@@ -429,14 +429,18 @@ func (t *turn) dispatch(tc model.ToolCall) bool {
 	}
 	switch risk {
 	case capability.RiskBound:
-		out, err := t.s.cfg.Confirm.Call(t.ctx, t.confirmRequest(call, id, nil), t.runner(call))
+		ctx, cancel := t.toolCtx()
+		defer cancel()
+		out, err := t.s.cfg.Confirm.Call(ctx, t.confirmRequest(call, id, nil), t.runner(call))
 		if err != nil {
 			t.toolError(p, err)
 			return false
 		}
 		return t.confirmOutcome(p, call, out)
 	default:
-		v, err := t.invoke(t.ctx, call)
+		ctx, cancel := t.toolCtx()
+		defer cancel()
+		v, err := t.invoke(ctx, call)
 		t.toolResult(p, call, v, err)
 		return false
 	}
@@ -461,6 +465,20 @@ func (t *turn) prepare(name string, input json.RawMessage) (capability.Call, err
 	call.Principal = t.p
 	call.Via = capability.AgentPath(t.lease.ID)
 	return call, nil
+}
+
+// toolCtx is what a tool call runs under: the run's deadline, but not the
+// client going away. A call that has started runs to its end, because its
+// transaction may already be committing when the client leaves (pgx would
+// report the cancellation while PostgreSQL commits), and the transcript
+// must say what the call did. The next model step is what a disconnect
+// cancels.
+func (t *turn) toolCtx() (context.Context, context.CancelFunc) {
+	ctx := context.WithoutCancel(t.ctx)
+	if d, ok := t.ctx.Deadline(); ok {
+		return context.WithDeadline(ctx, d)
+	}
+	return context.WithCancel(ctx)
 }
 
 func (t *turn) runner(call capability.Call) func(ctx context.Context) (any, error) {
@@ -539,7 +557,9 @@ func (t *turn) answerApproval(a ApprovalAnswer) {
 	}
 	ev := &confirm.Evidence{ConfirmationID: a.ApprovalID, Approved: a.Approved, Reason: a.Reason}
 	t.out.flushSoon()
-	out, err := t.s.cfg.Confirm.Call(t.ctx, t.confirmRequest(call, a.ToolCallID, ev), t.runner(call))
+	ctx, cancel := t.toolCtx()
+	defer cancel()
+	out, err := t.s.cfg.Confirm.Call(ctx, t.confirmRequest(call, a.ToolCallID, ev), t.runner(call))
 	if err != nil {
 		t.toolError(p, err)
 		return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -294,8 +295,8 @@ func compareTool(msgID string, s, c Part, isFrontend func(string) bool, answers 
 				if len(out) == 0 {
 					out = json.RawMessage("null")
 				}
-				if jsonHasNUL(out) {
-					return nulRefused("output")
+				if why := jsonUnstorable(out); why != "" {
+					return problem.Invalid("messages.parts.output", "%s", why)
 				}
 				answers.Outputs = append(answers.Outputs, FrontendOutput{ToolCallID: s.ToolCallID, Output: out})
 			}
@@ -320,20 +321,84 @@ func nulRefused(field string) error {
 	return problem.Invalid("messages.parts."+field, "must not contain the NUL character (U+0000)")
 }
 
-// jsonHasNUL reports whether any string (member name or value) in raw
-// holds U+0000; raw that is not JSON reports false (it is refused
-// elsewhere).
-func jsonHasNUL(raw json.RawMessage) bool {
+// jsonUnstorable says why raw, a browser's answer, cannot be stored as
+// it is in a jsonb column, or "" when it can. The answer would otherwise
+// reach the model (and the tools it calls next) but never the transcript:
+// PostgreSQL refuses U+0000, invalid UTF-8 and unpaired UTF-16 surrogate
+// escapes, and numbers beyond float64 (1e400) are ones no JavaScript
+// client can send and that Go cannot compare with the stored copy. raw
+// that is not JSON reports "" (it is refused elsewhere).
+func jsonUnstorable(raw json.RawMessage) string {
+	if !utf8.Valid(raw) {
+		return "must be valid UTF-8"
+	}
+	if hasLoneSurrogate(raw) {
+		return "must not contain an unpaired UTF-16 surrogate escape (\\ud800–\\udfff)"
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
 	for {
 		tok, err := dec.Token()
 		if err != nil {
-			return false
+			return ""
 		}
-		if str, ok := tok.(string); ok && strings.ContainsRune(str, 0) {
-			return true
+		switch v := tok.(type) {
+		case string:
+			if strings.ContainsRune(v, 0) {
+				return "must not contain the NUL character (U+0000)"
+			}
+		case json.Number:
+			if _, err := strconv.ParseFloat(string(v), 64); err != nil {
+				return "must hold numbers within the range of a JavaScript number (about ±1.8e308)"
+			}
 		}
 	}
+}
+
+// hasLoneSurrogate reports whether a string in raw JSON escapes half of a
+// UTF-16 surrogate pair without the other half: Go's decoder turns it
+// into U+FFFD, so it is only seen in the bytes.
+func hasLoneSurrogate(raw []byte) bool {
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			inString = !inString
+		case c == '\\' && inString && i+1 < len(raw):
+			i++
+			if raw[i] != 'u' {
+				continue
+			}
+			r, ok := hex4(raw, i+1)
+			if !ok {
+				continue
+			}
+			i += 4
+			switch {
+			case r >= 0xDC00 && r <= 0xDFFF:
+				return true
+			case r >= 0xD800 && r <= 0xDBFF:
+				if i+2 >= len(raw) || raw[i+1] != '\\' || raw[i+2] != 'u' {
+					return true
+				}
+				lo, ok := hex4(raw, i+3)
+				if !ok || lo < 0xDC00 || lo > 0xDFFF {
+					return true
+				}
+				i += 6
+			}
+		}
+	}
+	return false
+}
+
+// hex4 reads the four hex digits of a \u escape starting at raw[i].
+func hex4(raw []byte, i int) (rune, bool) {
+	if i+4 > len(raw) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(raw[i:i+4]), 16, 32)
+	return rune(n), err == nil
 }
 
 func deref(s *string) string {
