@@ -73,13 +73,13 @@ func parseChat(c echo.Context) (string, []clientMessage, error) {
 
 // stream runs the loop's steps for the leased conversation and writes them
 // to w as a UI message stream; a new user message gets a new assistant
-// message to answer in. The run ends before the lease does (30 s margin),
+// message to answer in. The run ends before the lease does (leaseMargin),
 // so no other replica can take the conversation while this one writes.
 func (s *Service) stream(ctx context.Context, w http.ResponseWriter, lease *Lease, p identity.Principal, stored []Message, delta Delta) {
 	if delta.NewUser != nil {
 		stored = append(stored, *delta.NewUser, Message{ID: newMessageID(), Role: "assistant", Parts: []Part{}})
 	}
-	runCtx, cancel := context.WithTimeout(ctx, s.cfg.LeaseTTL-30*time.Second)
+	runCtx, cancel := context.WithTimeout(ctx, s.cfg.LeaseTTL-leaseMargin)
 	defer cancel()
 	out := newSSE(w)
 	defer out.close()

@@ -26,8 +26,12 @@ import (
 const DefaultMaxSteps = 8
 
 // DefaultLeaseTTL bounds one request's hold on a conversation; the request
-// itself is cut 30 s earlier so it always ends before its lease does.
+// itself is cut leaseMargin earlier so it always ends before its lease does.
 const DefaultLeaseTTL = 10 * time.Minute
+
+// leaseMargin is how much sooner than its lease a request's run ends: time
+// for the final write (5 s at most) with room to spare.
+const leaseMargin = 30 * time.Second
 
 // Config is what the step loop is built from.
 type Config struct {
@@ -91,6 +95,10 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.LeaseTTL <= leaseMargin {
+		// Every run would start past its own deadline.
+		return nil, fmt.Errorf("steploop: LeaseTTL %v must exceed the %v a run ends before its lease", cfg.LeaseTTL, leaseMargin)
 	}
 	if cfg.CredentialMaxAge <= 0 {
 		cfg.CredentialMaxAge = DefaultCredentialMaxAge

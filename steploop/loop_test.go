@@ -381,3 +381,14 @@ func TestChatWithoutModelIs503(t *testing.T) {
 	require.Equal(t, steploop.CodeModelNotConfigured, problemCode(t, rec.Body.Bytes()))
 	require.Contains(t, rec.Body.String(), "INVOICED_MODEL_PROVIDER")
 }
+
+// A lease no longer than the margin a run keeps before it would leave no
+// time to run at all: refused when the service is built, by name.
+func TestNewRefusesALeaseShorterThanTheRunMargin(t *testing.T) {
+	t.Parallel()
+	pool := storetest.Pool(t)
+	for _, ttl := range []time.Duration{time.Second, 30 * time.Second} {
+		_, err := steploop.New(steploop.Config{DB: pool, Tools: capability.NewRegistry(), LeaseTTL: ttl})
+		require.ErrorContains(t, err, "LeaseTTL", ttl.String())
+	}
+}
