@@ -37,6 +37,18 @@ func editToolPart(t *testing.T, msgs []json.RawMessage, tool string, edit func(p
 	return out
 }
 
+// startChat opens conversation conv with text and returns its stored
+// messages, the last one asking the browser (tool-input-available) or the
+// user (approval-requested) for the answer in state.
+func (b *bundle) startChat(t *testing.T, conv, text, tool, state string) []json.RawMessage {
+	t.Helper()
+	res := b.chat(t, b.Token, body(conv, userMsg("u1", text)))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	_, msgs := b.conversation(t, b.Token, conv)
+	require.Equal(t, state, toolState(t, msgs, tool))
+	return msgs
+}
+
 func toolState(t *testing.T, msgs []json.RawMessage, tool string) string {
 	t.Helper()
 	for _, m := range msgs {
@@ -59,14 +71,8 @@ func toolState(t *testing.T, msgs []json.RawMessage, tool string) string {
 func TestChatRefusesAnswersHoldingNUL(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res := b.chat(t, b.Token, body("conv-nul", userMsg("u1", "show me the invoice")))
-	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
-	_, shown := b.conversation(t, b.Token, "conv-nul")
-	require.Equal(t, "input-available", toolState(t, shown, "show-invoice"))
-	res = b.chat(t, b.Token, body("conv-nul2", userMsg("u1", "remind alice")))
-	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
-	_, reminded := b.conversation(t, b.Token, "conv-nul2")
-	require.Equal(t, "approval-requested", toolState(t, reminded, "send-reminder"))
+	shown := b.startChat(t, "conv-nul", "show me the invoice", "show-invoice", "input-available")
+	reminded := b.startChat(t, "conv-nul2", "remind alice", "send-reminder", "approval-requested")
 
 	for name, tc := range map[string]struct {
 		conv string
@@ -105,9 +111,7 @@ func TestChatRefusesAnswersHoldingNUL(t *testing.T) {
 func TestChatRefusesAnswersPostgresCannotStore(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res := b.chat(t, b.Token, body("conv-odd", userMsg("u1", "show me the invoice")))
-	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
-	_, shown := b.conversation(t, b.Token, "conv-odd")
+	shown := b.startChat(t, "conv-odd", "show me the invoice", "show-invoice", "input-available")
 	for output, says := range map[string]string{
 		`{"shown":"\ud800"}`:        "surrogate",
 		`{"shown":"a\udc00b"}`:      "surrogate",
@@ -130,7 +134,7 @@ func TestChatRefusesAnswersPostgresCannotStore(t *testing.T) {
 	msgs := editToolPart(t, shown, "show-invoice", func(p map[string]any) {
 		p["state"], p["output"] = "output-available", json.RawMessage(`{"shown":"\ud83d\ude00"}`)
 	})
-	res = b.chat(t, b.Token, body("conv-odd", anyList(msgs)...))
+	res := b.chat(t, b.Token, body("conv-odd", anyList(msgs)...))
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 }
 
