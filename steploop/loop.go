@@ -315,6 +315,20 @@ func (t *turn) run(d Delta) {
 // finish ends the loop normally; end sends the finish chunk.
 func (t *turn) finish(reason string) { t.finishReason = reason }
 
+// textFinishReason is the UI stream's finish reason for a step that ended
+// in text: a client must be able to tell an answer cut by the token limit
+// or a content filter from a complete one.
+func textFinishReason(provider string) string {
+	switch provider {
+	case "length":
+		return "length"
+	case "content_filter":
+		return "content-filter"
+	default:
+		return "stop"
+	}
+}
+
 func (t *turn) steps() {
 	for step := 0; step < t.s.cfg.MaxSteps; step++ {
 		if t.ctx.Err() != nil || t.stopped {
@@ -358,7 +372,7 @@ func (t *turn) steps() {
 		}
 		if len(res.ToolCalls) == 0 {
 			t.out.send(chunk{"type": "finish-step"})
-			t.finish("stop")
+			t.finish(textFinishReason(res.FinishReason))
 			return
 		}
 		wait, effects := false, false

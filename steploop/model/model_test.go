@@ -10,15 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// env is a settings source holding the key/value pairs kv.
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
 func TestFromSettings(t *testing.T) {
 	t.Parallel()
-	env := func(kv ...string) func(string) string {
-		m := map[string]string{}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return func(k string) string { return m[k] }
-	}
 	_, err := FromSettings(env())
 	require.ErrorIs(t, err, ErrNotConfigured)
 	_, err = FromSettings(env("INVOICED_MODEL_PROVIDER", "openai"))
@@ -67,4 +69,59 @@ func TestScriptedPlaysStepsInOrder(t *testing.T) {
 
 	_, err = LoadScript(filepath.Join(t.TempDir(), "missing.json"))
 	require.Error(t, err)
+}
+
+// Settings that cannot work are refused by name when serve starts, not at
+// the first chat.
+func TestFromSettingsRefusesWhatCannotWork(t *testing.T) {
+	t.Parallel()
+	openai := func(kv ...string) func(string) string {
+		return env(append([]string{"INVOICED_MODEL_PROVIDER", "openai", "INVOICED_MODEL_NAME", "m", "INVOICED_MODEL_API_KEY", "k"}, kv...)...)
+	}
+	for _, u := range []string{"localhost:11434/v1", "127.0.0.1:11434", "api.openai.com/v1", "http://[::1", " http://127.0.0.1:11434/v1", "ftp://example.com/v1", "http://", "http://user:pw@127.0.0.1/v1"} {
+		_, err := FromSettings(openai("INVOICED_MODEL_BASE_URL", u))
+		require.ErrorContains(t, err, "INVOICED_MODEL_BASE_URL", u)
+	}
+	_, err := FromSettings(openai("INVOICED_MODEL_BASE_URL", "https://llm.internal:8443/v1/"))
+	require.NoError(t, err)
+
+	// OpenAI's own endpoint without a key can never answer.
+	_, err = FromSettings(env("INVOICED_MODEL_PROVIDER", "openai", "INVOICED_MODEL_NAME", "gpt-x"))
+	require.ErrorContains(t, err, "INVOICED_MODEL_API_KEY")
+
+	// A provider's settings without the provider are a mistake, not "no
+	// model configured".
+	for _, k := range []string{"INVOICED_MODEL_NAME", "INVOICED_MODEL_API_KEY", "INVOICED_MODEL_BASE_URL", "INVOICED_MODEL_SCRIPT"} {
+		_, err := FromSettings(env(k, "x"))
+		require.NotErrorIs(t, err, ErrNotConfigured, k)
+		require.ErrorContains(t, err, k)
+		require.ErrorContains(t, err, "INVOICED_MODEL_PROVIDER")
+	}
+}
+
+// A script that could not answer as written is refused when loaded.
+func TestLoadScriptRefusesMalformedScripts(t *testing.T) {
+	t.Parallel()
+	for name, script := range map[string]string{
+		"a second JSON value":        `{"default":[{"text":"Hi."}]} {"rules":[]}`,
+		"null":                       `null`,
+		"no rules and no default":    `{}`,
+		"a step with nothing":        `{"rules":[{"match":"x","steps":[{}]}],"default":[{"text":"Hi."}]}`,
+		"a tool call without a name": `{"default":[{"tool_calls":[{"input":{"a":1}}]}]}`,
+		"a tool input not an object": `{"default":[{"tool_calls":[{"name":"list-invoices","input":"status=issued"}]}]}`,
+		"a null tool input":          `{"default":[{"tool_calls":[{"name":"list-invoices","input":null}]}]}`,
+		"a negative delay":           `{"default":[{"text":"Hi."}],"chunk_delay_ms":-5}`,
+		"a rule without a match":     `{"rules":[{"steps":[{"text":"Hi."}]}]}`,
+		"an unknown member":          `{"default":[{"txt":"Hi."}]}`,
+	} {
+		path := filepath.Join(t.TempDir(), "script.json")
+		require.NoError(t, os.WriteFile(path, []byte(script), 0o600))
+		_, err := LoadScript(path)
+		require.Error(t, err, name)
+		require.Contains(t, err.Error(), "script", name)
+	}
+	path := filepath.Join(t.TempDir(), "script.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"default":[{"tool_calls":[{"name":"list-invoices"}]},{"text":"Done."}]}`+"\n"), 0o600))
+	_, err := LoadScript(path)
+	require.NoError(t, err, "a tool call may leave its input out")
 }

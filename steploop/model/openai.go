@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -47,14 +50,25 @@ type OpenAI struct {
 	idle   time.Duration
 }
 
-// NewOpenAI returns the provider; Model is required.
+// DefaultBaseURL is the API root the openai provider uses when
+// INVOICED_MODEL_BASE_URL is unset.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// NewOpenAI returns the provider; Model is required, BaseURL must be an
+// http(s) URL, and OpenAI's own endpoint needs an APIKey.
 func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("openai provider: a model name is required (INVOICED_MODEL_NAME)")
 	}
-	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey)}
-	if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return nil, fmt.Errorf("INVOICED_MODEL_BASE_URL must be an http or https URL such as http://localhost:11434/v1 (no credentials in it), not %q", base)
+	}
+	if cfg.APIKey == "" && strings.TrimSuffix(base, "/") == DefaultBaseURL {
+		return nil, fmt.Errorf("openai provider: %s needs a key (INVOICED_MODEL_API_KEY)", DefaultBaseURL)
 	}
 	retries := cfg.MaxRetries
 	switch {
@@ -63,7 +77,19 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	case retries < 0:
 		retries = 0
 	}
-	opts = append(opts, option.WithMaxRetries(retries))
+	opts := []option.RequestOption{
+		// openai-go also reads OPENAI_BASE_URL, OPENAI_API_KEY,
+		// OPENAI_ORG_ID and OPENAI_PROJECT_ID from the environment. Only
+		// the INVOICED_MODEL_* settings count, so a variable left over for
+		// another tool cannot send the prompts, or OpenAI account headers,
+		// somewhere else.
+		option.WithBaseURL(base),
+		option.WithAPIKey(cfg.APIKey),
+		option.WithHeaderDel("OpenAI-Organization"),
+		option.WithHeaderDel("OpenAI-Project"),
+		option.WithMaxRetries(retries),
+		option.WithMiddleware(watchBody),
+	}
 	idle := cfg.IdleTimeout
 	if idle <= 0 {
 		idle = DefaultIdleTimeout
@@ -114,41 +140,50 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	idle := time.AfterFunc(o.idle, func() { cancel(errIdle) })
-	defer idle.Stop()
-	stream := o.client.Chat.Completions.NewStreaming(ctx, params)
+	w := &streamWatch{idle: time.AfterFunc(o.idle, func() { cancel(errIdle) }), every: o.idle}
+	defer w.idle.Stop()
+	stream := o.client.Chat.Completions.NewStreaming(context.WithValue(ctx, watchKey{}, w), params)
 	defer stream.Close()
 	var (
 		step  Step
 		text  []byte
-		calls = map[int64]*ToolCall{}
+		calls []*ToolCall
+		// byIndex is the call each index is assembling.
+		byIndex = map[int64]*ToolCall{}
 	)
 	for stream.Next() {
-		idle.Reset(o.idle)
 		chunk := stream.Current()
 		if len(chunk.Choices) == 0 {
 			continue
 		}
 		ch := chunk.Choices[0]
-		if d := ch.Delta.Content; d != "" {
+		// A refusal is what the model says instead of an answer.
+		for _, d := range []string{ch.Delta.Content, ch.Delta.Refusal} {
+			if d == "" {
+				continue
+			}
 			text = append(text, d...)
 			if err := onText(d); err != nil {
 				return Step{}, err
 			}
 		}
 		// Tool calls arrive as fragments keyed by index: the first carries
-		// the id and name, later ones append to the arguments.
+		// the id and name, later ones append to the arguments. Some servers
+		// repeat the name on every fragment (it is kept once), and some
+		// send whole calls without an index (so all at 0): a new id at an
+		// index starts a new call.
 		for _, tc := range ch.Delta.ToolCalls {
-			c, ok := calls[tc.Index]
-			if !ok {
+			c, ok := byIndex[tc.Index]
+			if !ok || (tc.ID != "" && c.ID != "" && tc.ID != c.ID) {
 				c = &ToolCall{}
-				calls[tc.Index] = c
+				byIndex[tc.Index] = c
+				calls = append(calls, c)
 			}
 			if tc.ID != "" {
 				c.ID = tc.ID
 			}
-			if tc.Function.Name != "" {
-				c.Name += tc.Function.Name
+			if c.Name == "" {
+				c.Name = tc.Function.Name
 			}
 			c.Arguments += tc.Function.Arguments
 		}
@@ -165,24 +200,99 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 		}
 		return Step{}, fmt.Errorf("model stream: %w", err)
 	}
-	// The SSE decoder takes a body that simply ends for a finished stream:
-	// without a finish_reason the step is cut off (a dropped connection
+	// The SSE decoder takes a body that simply ends for a finished stream.
+	// A step is complete when a chunk said why it finished, or when the
+	// stream ended with its [DONE] line (some servers send no
+	// finish_reason). Otherwise it was cut off (a dropped connection
 	// mid-answer, half a tool call's arguments) or was never a stream (a
-	// proxy's page, an endpoint ignoring stream=true). Neither is an answer.
+	// proxy's page, an endpoint ignoring stream=true): neither is an answer.
 	if step.FinishReason == "" {
 		if parent.Err() != nil {
 			return Step{}, parent.Err()
 		}
-		return Step{}, errors.New("model stream: it ended without a finish_reason: the connection was cut, or the endpoint does not stream Chat Completions")
+		if !w.done {
+			return Step{}, errors.New("model stream: it ended without a finish_reason or [DONE]: the connection was cut, or the endpoint does not stream Chat Completions")
+		}
+		step.FinishReason = "stop"
+		if len(calls) > 0 {
+			step.FinishReason = "tool_calls"
+		}
 	}
 	step.Text = string(text)
-	idx := make([]int64, 0, len(calls))
-	for i := range calls {
-		idx = append(idx, i)
-	}
-	sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
-	for _, i := range idx {
-		step.ToolCalls = append(step.ToolCalls, *calls[i])
+	for _, c := range calls {
+		if c.Name == "" {
+			// Replayed to the model as a call to "", it would make every
+			// later request in the conversation fail.
+			return Step{}, errors.New("model stream: the endpoint sent a tool call without a function name")
+		}
+		step.ToolCalls = append(step.ToolCalls, *c)
 	}
 	return step, nil
+}
+
+// watchKey carries a step's streamWatch to watchBody.
+type watchKey struct{}
+
+// streamWatch sees every byte of a step's response body as it is read:
+// each read puts off the idle timeout (SSE comments such as a proxy's
+// keep-alive count, though the decoder drops them), and done records the
+// stream's closing "data: [DONE]" line, which the decoder does not
+// report. Reads happen on the goroutine that runs Stream.
+type streamWatch struct {
+	idle  *time.Timer
+	every time.Duration
+	// line holds the first bytes of the current line, enough to tell
+	// [DONE]; long is set once it had more.
+	line []byte
+	long bool
+	done bool
+}
+
+func (w *streamWatch) saw(p []byte) {
+	w.idle.Reset(w.every)
+	for _, c := range p {
+		switch {
+		case c == '\n':
+			w.endLine()
+		case len(w.line) < 16:
+			w.line = append(w.line, c)
+		default:
+			w.long = true
+		}
+	}
+}
+
+// endLine ends the current line at a newline or the end of the body.
+func (w *streamWatch) endLine() {
+	l := strings.TrimSuffix(string(w.line), "\r")
+	if !w.long && (l == "data: [DONE]" || l == "data:[DONE]") {
+		w.done = true
+	}
+	w.line, w.long = w.line[:0], false
+}
+
+// watchBody is openai-go middleware: it shows a step's response body to
+// the step's streamWatch as it is read.
+func watchBody(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	resp, err := next(req)
+	if w, ok := req.Context().Value(watchKey{}).(*streamWatch); ok && err == nil && resp != nil && resp.Body != nil {
+		resp.Body = &watchedBody{ReadCloser: resp.Body, w: w}
+	}
+	return resp, err
+}
+
+type watchedBody struct {
+	io.ReadCloser
+	w *streamWatch
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.w.saw(p[:n])
+	}
+	if err == io.EOF {
+		b.w.endLine()
+	}
+	return n, err
 }

@@ -82,7 +82,7 @@ func TestModelIdleTimeoutSettingIsChecked(t *testing.T) {
 	t.Parallel()
 	get := func(v string) func(string) string {
 		return func(k string) string {
-			return map[string]string{"INVOICED_MODEL_PROVIDER": "openai", "INVOICED_MODEL_NAME": "m", "INVOICED_MODEL_IDLE_TIMEOUT": v}[k]
+			return map[string]string{"INVOICED_MODEL_PROVIDER": "openai", "INVOICED_MODEL_NAME": "m", "INVOICED_MODEL_BASE_URL": "http://127.0.0.1:11434/v1", "INVOICED_MODEL_IDLE_TIMEOUT": v}[k]
 		}
 	}
 	_, err := FromSettings(get("soon"))

@@ -1,11 +1,14 @@
 package model
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -72,17 +75,56 @@ func LoadScript(path string) (*Scripted, error) {
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("model script %s: %w", path, err)
 	}
-	return NewScripted(s)
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("model script %s: more than one JSON value in the file", path)
+	}
+	sc, err := NewScripted(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return sc, nil
 }
 
-// NewScripted returns the provider for s.
+// NewScripted returns the provider for s. It refuses a script that could
+// not answer as written: no rules and no default, a rule without a match
+// or steps, a step with neither text nor tool calls, a tool call without
+// a name or whose input is not a JSON object, a negative delay.
 func NewScripted(s Script) (*Scripted, error) {
+	if len(s.Rules) == 0 && len(s.Default) == 0 {
+		return nil, errors.New("model script: it needs at least one rule or a default")
+	}
+	if s.ChunkDelayMS < 0 {
+		return nil, fmt.Errorf("model script: chunk_delay_ms must not be negative, not %d", s.ChunkDelayMS)
+	}
 	for i, r := range s.Rules {
 		if r.Match == "" || len(r.Steps) == 0 {
 			return nil, fmt.Errorf("model script: rule %d needs a match and at least one step", i)
 		}
+		if err := checkSteps(r.Steps); err != nil {
+			return nil, fmt.Errorf("model script: rule %d: %w", i, err)
+		}
+	}
+	if err := checkSteps(s.Default); err != nil {
+		return nil, fmt.Errorf("model script: default: %w", err)
 	}
 	return &Scripted{script: s}, nil
+}
+
+func checkSteps(steps []ScriptStep) error {
+	for i, st := range steps {
+		if st.Text == "" && len(st.ToolCalls) == 0 {
+			return fmt.Errorf("step %d needs text or tool_calls", i)
+		}
+		for j, tc := range st.ToolCalls {
+			if tc.Name == "" {
+				return fmt.Errorf("step %d: tool call %d needs a name", i, j)
+			}
+			if in := bytes.TrimSpace(tc.Input); len(in) > 0 && in[0] != '{' {
+				return fmt.Errorf("step %d: tool call %d (%s): input must be a JSON object", i, j, tc.Name)
+			}
+		}
+	}
+	return nil
 }
 
 // Stream implements Provider.

@@ -22,6 +22,13 @@ var ErrNotConfigured = errors.New("no model provider configured (INVOICED_MODEL_
 func FromSettings(get func(key string) string) (Provider, error) {
 	switch p := get("INVOICED_MODEL_PROVIDER"); p {
 	case "":
+		// Settings for a provider without the provider are a mistake
+		// to name at start, not a service without a model.
+		for _, k := range []string{"INVOICED_MODEL_BASE_URL", "INVOICED_MODEL_API_KEY", "INVOICED_MODEL_NAME", "INVOICED_MODEL_IDLE_TIMEOUT", "INVOICED_MODEL_SCRIPT"} {
+			if get(k) != "" {
+				return nil, fmt.Errorf("%s is set but INVOICED_MODEL_PROVIDER is not: set it to openai or scripted, or unset %s", k, k)
+			}
+		}
 		return nil, ErrNotConfigured
 	case "openai":
 		var idle time.Duration
