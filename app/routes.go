@@ -57,9 +57,11 @@ func (a *App) Routes(e *echo.Echo) {
 	// holding it for the whole grace period.
 	e.Server.RegisterOnShutdown(a.approvalHub.Close)
 
-	// The step loop (ADR-0002).
-	v1.POST("/chat", a.chat.Chat)
-	v1.GET("/conversations/:id", a.chat.ConversationGet)
+	// The step loop (ADR-0002): clerks and admins chat; an approver reads
+	// and decides approvals only (DESIGN.md §7).
+	chatters := identity.RequireRole(identity.RoleClerk, identity.RoleAdmin)
+	v1.POST("/chat", a.chat.Chat, chatters)
+	v1.GET("/conversations/:id", a.chat.ConversationGet, chatters)
 
 	// The back-office inbox: HTML pages outside /v1 (DESIGN.md §6), never
 	// problem+json. Every page carries the security headers; Page sends a

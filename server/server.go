@@ -7,10 +7,12 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
+	"github.com/invoiced/invoiced/problem"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 )
@@ -71,7 +73,7 @@ func New(cfg Config, log *slog.Logger, ready func(context.Context) error) *echo.
 		},
 	}))
 	if cfg.BodyLimit != "" {
-		e.Use(middleware.BodyLimit(cfg.BodyLimit))
+		e.Use(bodyLimit(cfg.BodyLimit))
 	}
 
 	e.GET("/healthz", func(c echo.Context) error {
@@ -128,4 +130,25 @@ func Serve(ctx context.Context, e *echo.Echo, addr string, grace time.Duration) 
 		return err
 	}
 	return nil
+}
+
+// bodyLimit is Echo's body limit whose 413, whether the declared length
+// or the bytes read went over, names the limit and the setting that
+// raises it: a chat resends its whole conversation, so a client needs to
+// know why a long one stopped.
+func bodyLimit(limit string) echo.MiddlewareFunc {
+	mw := middleware.BodyLimit(limit)
+	tooLarge := problem.New(http.StatusRequestEntityTooLarge, problem.CodeBodyTooLarge,
+		fmt.Sprintf("the request body is larger than the %s this server accepts (INVOICED_BODY_LIMIT)", limit))
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		h := mw(next)
+		return func(c echo.Context) error {
+			err := h(c)
+			var he *echo.HTTPError
+			if errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge {
+				return tooLarge
+			}
+			return err
+		}
+	}
 }

@@ -150,3 +150,25 @@ func TestClientIPIgnoresForwardedHeadersUnlessTrusted(t *testing.T) {
 		}
 	}
 }
+
+// A body over the limit is 413 naming the limit and its setting, whether
+// its declared length says so or the bytes read do (a chunked body).
+func TestBodyOverTheLimitNamesIt(t *testing.T) {
+	t.Parallel()
+	srv := setup(t)
+	body := `{"name":"` + strings.Repeat("x", 2000) + `"}`
+	for name, r := range map[string]io.Reader{
+		"declared length": strings.NewReader(body),
+		"chunked":         io.MultiReader(strings.NewReader(body)), // no length known
+	} {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/things", r)
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, name)
+		p := problemOf(t, resp)
+		require.Equal(t, "BODY_TOO_LARGE", p["code"], name)
+		require.Contains(t, p["detail"], "INVOICED_BODY_LIMIT", name)
+	}
+}

@@ -351,10 +351,14 @@ func TestChatGateDeniedExpiredAndApproverRole(t *testing.T) {
 	require.Equal(t, "expired", dataApproval(t, res)["status"])
 	require.Equal(t, "draft", invoiceStatus(t, h, clerk, d2))
 
-	// An approver's agent cannot request (REST: 403 FORBIDDEN).
+	// An approver reads and decides approvals; it does not chat
+	// (DESIGN.md §7), so its agent cannot even ask for one.
 	before := countRows(t, h, `SELECT count(*) FROM approval_requests`)
 	res = b.chat(t, approver, body("gate-e3", userMsg("u1", "delete the second")))
-	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
-	require.NotContains(t, chunkTypes(res.Chunks), "data-approval")
+	require.Equal(t, http.StatusForbidden, res.Status, string(res.Body))
+	require.Equal(t, "application/problem+json", res.Header.Get("Content-Type"))
 	require.Equal(t, before, countRows(t, h, `SELECT count(*) FROM approval_requests`))
+	require.Zero(t, countRows(t, h, `SELECT count(*) FROM conversations WHERE id = 'gate-e3'`))
+	status, _ := b.conversation(t, approver, "gate-e2")
+	require.Equal(t, http.StatusForbidden, status)
 }

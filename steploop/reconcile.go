@@ -66,8 +66,28 @@ func mismatch(format string, args ...any) error {
 		fmt.Sprintf(format, args...)+"; GET /v1/conversations/{id} returns the server's transcript")
 }
 
+// maxParts bounds the parts of a conversation (all its messages): a turn
+// stores at most a few per step and 8 steps, so 10,000 is well over a
+// thousand turns, while a 1 MiB body of empty parts ("{},") would be
+// 333,000 of them, each decoded into a Part (about 1 KiB of garbage
+// apiece: 375 MiB for one request). They are counted first, at no cost
+// per part.
+const maxParts = 10_000
+
 // decodeMessages decodes the client's list leniently, part by part.
 func decodeMessages(raw []json.RawMessage) ([]clientMessage, error) {
+	total := 0
+	for _, r := range raw {
+		// []struct{} holds a count and no memory; a part that is not an
+		// object still counts, and the decode below names it.
+		var shape struct {
+			Parts []struct{} `json:"parts"`
+		}
+		_ = json.Unmarshal(r, &shape)
+		if total += len(shape.Parts); total > maxParts {
+			return nil, problem.Invalid("messages", "a conversation holds at most %d parts; start a new conversation", maxParts)
+		}
+	}
 	out := make([]clientMessage, len(raw))
 	for i, r := range raw {
 		if err := json.Unmarshal(r, &out[i]); err != nil {

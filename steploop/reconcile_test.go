@@ -3,6 +3,8 @@ package steploop
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -169,4 +171,29 @@ func TestJSONUnstorableNamesWhatPostgresWouldRefuse(t *testing.T) {
 			require.Contains(t, got, want, raw)
 		}
 	}
+}
+
+// A body of tiny parts is refused before any is decoded into a Part: one
+// 1 MiB request of "{}," parts used to allocate 375 MiB. Not parallel: it
+// measures the process's allocations.
+func TestDecodeMessagesCountsPartsBeforeDecodingThem(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString(`{"id":"c","messages":[{"id":"u1","role":"user","parts":[`)
+	for sb.Len() < 1<<20-100 {
+		sb.WriteString(`{},`)
+	}
+	sb.WriteString(`{"type":"text","text":"hi"}]}]}`)
+	raw := []byte(sb.String())
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := reconcileBody(t, raw)
+	runtime.ReadMemStats(&after)
+	p, ok := problem.As(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, http.StatusUnprocessableEntity, p.Status)
+	require.Len(t, p.Errors, 1)
+	require.Equal(t, "messages", p.Errors[0].Field)
+	require.Contains(t, p.Errors[0].Message, "at most 10000 parts")
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(48<<20), "allocated %d MiB for a 1 MiB body", (after.TotalAlloc-before.TotalAlloc)>>20)
 }
