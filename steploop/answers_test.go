@@ -1,9 +1,13 @@
 package steploop_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -138,32 +142,75 @@ func TestChatRefusesAnswersPostgresCannotStore(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 }
 
-// A model's tool input is stored as the model wrote it, and jsonb
-// rewrites numbers (1e400 becomes 1 followed by 400 zeros): the stored
-// transcript sent back with a new message must still match, or the
-// conversation could never be continued.
-func TestChatModelInputWithAHugeNumberKeepsTheConversationUsable(t *testing.T) {
-	t.Parallel()
-	var steps atomic.Int32
-	b := setupWithConfig(t, steploop.Config{
-		Model: funcModel(func(ctx context.Context, onText func(string) error) (model.Step, error) {
-			if steps.Add(1) == 1 {
-				return model.Step{ToolCalls: []model.ToolCall{{ID: "c1", Name: "measure", Arguments: `{"n":1e400,"m":1.50}`}}, FinishReason: "tool_calls"}, nil
+// jsRoundTrip is JSON.stringify(JSON.parse(raw)) as a browser does it:
+// numbers become float64, and ±Infinity is written as null.
+func jsRoundTrip(t *testing.T, raw json.RawMessage) json.RawMessage {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	require.NoError(t, dec.Decode(&v))
+	var conv func(any) any
+	conv = func(x any) any {
+		switch x := x.(type) {
+		case map[string]any:
+			for k, e := range x {
+				x[k] = conv(e)
 			}
-			_ = onText("done")
-			return model.Step{Text: "done", FinishReason: "stop"}, nil
-		}),
-		Tools: registryWith("measure", capability.RiskRead, func(context.Context, capability.Call) (any, error) {
-			return map[string]int{"ok": 1}, nil
-		}),
-	})
-	// (post: a JavaScript client reads 1e400 as Infinity; Go's test
-	// parser of the stream cannot.)
-	_, err := b.post(context.Background(), "conv-huge", userMsg("u1", "measure"))
+		case []any:
+			for i, e := range x {
+				x[i] = conv(e)
+			}
+		case json.Number:
+			f, _ := strconv.ParseFloat(string(x), 64)
+			if math.IsInf(f, 0) {
+				return nil
+			}
+			return f
+		}
+		return x
+	}
+	out, err := json.Marshal(conv(v))
 	require.NoError(t, err)
-	status, stored := b.conversation(t, b.Token, "conv-huge")
-	require.Equal(t, http.StatusOK, status)
-	require.Len(t, stored, 2)
-	_, err = b.post(context.Background(), "conv-huge", anyList(stored, userMsg("u2", "again"))...)
-	require.NoError(t, err, "the server's own transcript is refused")
+	return out
+}
+
+// A model's tool arguments that jsonb cannot store (U+0000, an unpaired
+// surrogate) or that a JavaScript client cannot send back as they are (a
+// number past ±1.8e308 comes back as null) are kept as text and the call
+// is a tool error: stored as given, the answer could not be saved or the
+// conversation could never be continued. U+0000 in the model's text is
+// stored as U+FFFD.
+func TestChatModelArgumentsNoClientCanEchoAreATextInputAndAToolError(t *testing.T) {
+	t.Parallel()
+	for i, args := range []string{`{"n":1e400}`, `{"s":"a\u0000b"}`, `{"s":"\ud800"}`} {
+		var steps, ran atomic.Int32
+		b := setupWithConfig(t, steploop.Config{
+			Model: funcModel(func(ctx context.Context, onText func(string) error) (model.Step, error) {
+				if steps.Add(1) == 1 {
+					return model.Step{ToolCalls: []model.ToolCall{{ID: "c1", Name: "measure", Arguments: args}}, FinishReason: "tool_calls"}, nil
+				}
+				_ = onText("done\x00")
+				return model.Step{Text: "done\x00", FinishReason: "stop"}, nil
+			}),
+			Tools: registryWith("measure", capability.RiskRead, func(context.Context, capability.Call) (any, error) {
+				ran.Add(1)
+				return map[string]int{"ok": 1}, nil
+			}),
+		})
+		conv := fmt.Sprintf("conv-args-%d", i)
+		res := b.chat(t, b.Token, body(conv, userMsg("u1", "measure")))
+		require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+		require.Equal(t, "finish", res.Chunks[len(res.Chunks)-1]["type"], "%s: %s", args, res.Body)
+		require.Zero(t, ran.Load(), args)
+		status, stored := b.conversation(t, b.Token, conv)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, "output-error", toolState(t, stored, "measure"), args)
+		require.Contains(t, string(stored[1]), "done\ufffd")
+		for i := range stored {
+			stored[i] = jsRoundTrip(t, stored[i])
+		}
+		res = b.chat(t, b.Token, body(conv, anyList(stored, userMsg("u2", "again"))...))
+		require.Equal(t, http.StatusOK, res.Status, "%s: the stored transcript, as a browser sends it back, is refused: %s", args, res.Body)
+	}
 }

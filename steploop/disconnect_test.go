@@ -10,9 +10,12 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/stretchr/testify/require"
 )
@@ -169,4 +172,58 @@ func TestChatToolRunningWhenTheClientLeavesFinishesAndIsRecorded(t *testing.T) {
 	_, msgs := b.conversation(t, b.Token, "conv-leave")
 	require.Contains(t, string(msgs[len(msgs)-1]), `"output":{"waited":true}`)
 	require.NotContains(t, string(msgs[len(msgs)-1]), "Waited.", "the next model step did not run")
+}
+
+// A call of the same step that had not started when the client left does
+// not start afterwards: it is recorded as not run, and only the call that
+// was running finishes.
+func TestChatCallsNotStartedWhenTheClientLeftDoNotRun(t *testing.T) {
+	t.Parallel()
+	release, started := make(chan struct{}), make(chan struct{}, 1)
+	var effects atomic.Int32
+	reg := registryWith("slow-read", capability.RiskRead, func(ctx context.Context, _ capability.Call) (any, error) {
+		started <- struct{}{}
+		<-release
+		return map[string]any{"ok": true}, nil
+	})
+	reg.MustRegister(capability.Capability{
+		Descriptor: capability.Descriptor{Name: "issue-it", Description: "A test effect.", Risk: capability.RiskConsequential, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Handler: func(ctx context.Context, _ capability.Call) (any, error) {
+			effects.Add(1)
+			return map[string]any{"issued": true}, nil
+		},
+	})
+	var steps atomic.Int32
+	b := setupWithConfig(t, steploop.Config{Tools: reg, Model: funcModel(func(ctx context.Context, onText func(string) error) (model.Step, error) {
+		if steps.Add(1) == 1 {
+			return model.Step{FinishReason: "tool_calls", ToolCalls: []model.ToolCall{
+				{ID: "c1", Name: "slow-read", Arguments: `{}`},
+				{ID: "c2", Name: "issue-it", Arguments: `{}`},
+			}}, nil
+		}
+		_ = onText("done")
+		return model.Step{Text: "done", FinishReason: "stop"}, nil
+	})})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = b.post(ctx, "conv-left", userMsg("u1", "go"))
+	}()
+	<-started
+	cancel()
+	<-done
+	time.Sleep(100 * time.Millisecond) // the server sees the connection close
+	close(release)
+
+	require.Eventually(t, func() bool {
+		_, msgs := b.conversation(t, b.Token, "conv-left")
+		return len(msgs) == 2 && toolState(t, msgs, "issue-it") == "output-error"
+	}, 5*time.Second, 20*time.Millisecond)
+	_, msgs := b.conversation(t, b.Token, "conv-left")
+	require.Equal(t, "output-available", toolState(t, msgs, "slow-read"), "the running call finished")
+	require.Contains(t, string(msgs[1]), "Not run: the request ended")
+	require.Zero(t, effects.Load(), "the call that had not started never ran")
+	require.EqualValues(t, 1, steps.Load(), "no model step after the client left")
 }

@@ -54,10 +54,10 @@ var script = model.Script{Rules: []model.ScriptRule{
 		{ToolCalls: []model.ScriptToolCall{{Name: "lookup-thing", Input: json.RawMessage(`{"key":"3"}`)}}},
 		{Text: "Looped."},
 	}},
-	// A model may write anything into tool arguments, U+0000 included,
-	// which PostgreSQL cannot store.
+	// A tool may answer with text PostgreSQL cannot store (U+0000):
+	// lookup-thing does for the key "unstorable".
 	{Match: "unstorable", Steps: []model.ScriptStep{
-		{ToolCalls: []model.ScriptToolCall{{Name: "lookup-thing", Input: json.RawMessage(`{"key":"a\u0000b"}`)}}},
+		{ToolCalls: []model.ScriptToolCall{{Name: "lookup-thing", Input: json.RawMessage(`{"key":"unstorable"}`)}}},
 		{Text: "Never stored."},
 	}},
 	{Match: "boom", Steps: []model.ScriptStep{
@@ -255,9 +255,11 @@ func setup(t *testing.T) *bundle {
 			Handler: func(ctx context.Context, call capability.Call) (any, error) {
 				var in struct{ Key string }
 				_ = json.Unmarshal(call.Input, &in)
-				p, _ := identity.FromContext(ctx)
-				_ = p
-				return map[string]any{"key": in.Key, "value": "v-" + in.Key, "principal": call.Principal.Username}, nil
+				value := "v-" + in.Key
+				if in.Key == "unstorable" {
+					value = "a\x00b"
+				}
+				return map[string]any{"key": in.Key, "value": value, "principal": call.Principal.Username}, nil
 			},
 		},
 		capability.Capability{

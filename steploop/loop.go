@@ -279,6 +279,23 @@ func (t *turn) interrupt() {
 // stoppedError is a call the turn did not run because it had stopped.
 var stoppedError = problem.New(http.StatusConflict, codeNoResult, "Not run: this request stopped before the call (see the error that ends it).")
 
+// endedError is a call the turn did not start because the request had
+// ended: its client went away, or its time was up.
+var endedError = problem.New(http.StatusConflict, codeNoResult, "Not run: the request ended (its client went away or its time was up) before the call started.")
+
+// notRun says why the turn starts no further call, or is nil. A call
+// already running when the client leaves finishes (toolCtx); none starts
+// after.
+func (t *turn) notRun() error {
+	switch {
+	case t.stopped:
+		return stoppedError
+	case t.ctx.Err() != nil:
+		return endedError
+	}
+	return nil
+}
+
 // run applies the reconciled delta and runs model steps.
 func (t *turn) run(d Delta) {
 	t.out.send(chunk{"type": "start", "messageId": t.asst().ID})
@@ -341,6 +358,8 @@ func (t *turn) steps() {
 		textIdx, textID := -1, ""
 		t.out.flushSoon()
 		res, err := t.s.cfg.Model.Stream(t.ctx, req, func(delta string) error {
+			// PostgreSQL cannot store U+0000; the client gets what is stored.
+			delta = strings.ReplaceAll(delta, "\x00", "\uFFFD")
 			a := t.asst()
 			if textIdx < 0 {
 				t.texts++
@@ -407,15 +426,23 @@ func (t *turn) dispatch(tc model.ToolCall) bool {
 	}
 	args := strings.TrimSpace(tc.Arguments)
 	validJSON := args != "" && json.Valid([]byte(args)) && strings.HasPrefix(args, "{")
+	// Arguments jsonb cannot store, or a JavaScript client cannot send
+	// back as they are (a number past ±1.8e308 comes back as null), are
+	// kept as text, like arguments that are not JSON: stored as given, the
+	// answer could not be saved or the conversation not continued.
+	unstorable := ""
+	if validJSON {
+		unstorable = jsonUnstorable(json.RawMessage(args))
+	}
 	var input json.RawMessage
 	switch {
 	case args == "":
 		input = json.RawMessage("{}")
 		validJSON = true
-	case validJSON:
+	case validJSON && unstorable == "":
 		input = json.RawMessage(args)
 	default:
-		input = mustJSON(tc.Arguments)
+		input = mustJSON(strings.ReplaceAll(tc.Arguments, "\x00", "\uFFFD"))
 	}
 	a := t.asst()
 	a.Parts = append(a.Parts, Part{Type: "tool-" + tc.Name, ToolCallID: id, State: StateInputAvailable, Input: input})
@@ -424,8 +451,12 @@ func (t *turn) dispatch(tc model.ToolCall) bool {
 	// The tool may take a while (a bound one waits on the confirm
 	// controller's statements): show the call first.
 	t.out.flushSoon()
-	if t.stopped {
-		t.toolError(p, stoppedError)
+	if err := t.notRun(); err != nil {
+		t.toolError(p, err)
+		return false
+	}
+	if unstorable != "" {
+		t.toolError(p, problem.Invalid("input", "the tool arguments %s", unstorable))
 		return false
 	}
 	if !validJSON {
@@ -568,8 +599,8 @@ func (t *turn) confirmOutcome(p *Part, call capability.Call, out confirm.Outcome
 func (t *turn) answerApproval(a ApprovalAnswer) {
 	p := t.part(a.ToolCallID)
 	t.attempted[a.ToolCallID] = true
-	if t.stopped {
-		t.toolError(p, stoppedError)
+	if err := t.notRun(); err != nil {
+		t.toolError(p, err)
 		return
 	}
 	call, err := t.prepare(p.ToolName(), p.Input)

@@ -45,9 +45,9 @@ var errIdle = errors.New("model endpoint idle")
 // OpenAI streams Chat Completions with tool calls from any
 // OpenAI-compatible endpoint.
 type OpenAI struct {
-	client openai.Client
-	model  string
-	idle   time.Duration
+	chat  openai.ChatCompletionService
+	model string
+	idle  time.Duration
 }
 
 // DefaultBaseURL is the API root the openai provider uses when
@@ -78,23 +78,24 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 		retries = 0
 	}
 	opts := []option.RequestOption{
-		// openai-go also reads OPENAI_BASE_URL, OPENAI_API_KEY,
-		// OPENAI_ORG_ID and OPENAI_PROJECT_ID from the environment. Only
-		// the INVOICED_MODEL_* settings count, so a variable left over for
-		// another tool cannot send the prompts, or OpenAI account headers,
-		// somewhere else.
 		option.WithBaseURL(base),
-		option.WithAPIKey(cfg.APIKey),
-		option.WithHeaderDel("OpenAI-Organization"),
-		option.WithHeaderDel("OpenAI-Project"),
 		option.WithMaxRetries(retries),
 		option.WithMiddleware(watchBody),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
 	idle := cfg.IdleTimeout
 	if idle <= 0 {
 		idle = DefaultIdleTimeout
 	}
-	return &OpenAI{client: openai.NewClient(opts...), model: cfg.Model, idle: idle}, nil
+	// Only the chat completions service, built from these options alone:
+	// openai.NewClient would add openai-go's defaults from the environment
+	// (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_ORG_ID, OPENAI_PROJECT_ID,
+	// OPENAI_CUSTOM_HEADERS, …), so a variable left over for another tool
+	// could send the prompts, a key or any header somewhere else. Only the
+	// INVOICED_MODEL_* settings count.
+	return &OpenAI{chat: openai.NewChatCompletionService(opts...), model: cfg.Model, idle: idle}, nil
 }
 
 // Stream implements Provider.
@@ -142,7 +143,7 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 	defer cancel(nil)
 	w := &streamWatch{idle: time.AfterFunc(o.idle, func() { cancel(errIdle) }), every: o.idle}
 	defer w.idle.Stop()
-	stream := o.client.Chat.Completions.NewStreaming(context.WithValue(ctx, watchKey{}, w), params)
+	stream := o.chat.NewStreaming(context.WithValue(ctx, watchKey{}, w), params)
 	defer stream.Close()
 	var (
 		step  Step
@@ -152,6 +153,9 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 		byIndex = map[int64]*ToolCall{}
 	)
 	for stream.Next() {
+		// The time onText takes (the client's write) is not the
+		// endpoint's idleness, even when every chunk came in one read.
+		w.idle.Reset(o.idle)
 		chunk := stream.Current()
 		if len(chunk.Choices) == 0 {
 			continue
@@ -169,9 +173,9 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 		}
 		// Tool calls arrive as fragments keyed by index: the first carries
 		// the id and name, later ones append to the arguments. Some servers
-		// repeat the name on every fragment (it is kept once), and some
-		// send whole calls without an index (so all at 0): a new id at an
-		// index starts a new call.
+		// split the name over fragments (joined), some repeat it on every
+		// fragment (kept once), and some send whole calls without an index
+		// (so all at 0): a new id at an index starts a new call.
 		for _, tc := range ch.Delta.ToolCalls {
 			c, ok := byIndex[tc.Index]
 			if !ok || (tc.ID != "" && c.ID != "" && tc.ID != c.ID) {
@@ -182,8 +186,8 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 			if tc.ID != "" {
 				c.ID = tc.ID
 			}
-			if c.Name == "" {
-				c.Name = tc.Function.Name
+			if n := tc.Function.Name; n != c.Name {
+				c.Name += n
 			}
 			c.Arguments += tc.Function.Arguments
 		}

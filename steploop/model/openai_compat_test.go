@@ -58,6 +58,17 @@ func TestOpenAIToolCallFragmentsAsServersSendThem(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []ToolCall{{ID: "call_a", Name: "list-invoices", Arguments: `{"status":"issued"}`}}, st.ToolCalls)
 	})
+	t.Run("the name split over fragments", func(t *testing.T) {
+		t.Parallel()
+		p := fakeProvider(t, sse(
+			chunk(`{"role":"assistant","tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"list-","arguments":""}}]}`, ""),
+			chunk(`{"tool_calls":[{"index":0,"function":{"name":"invoices","arguments":"{}"}}]}`, ""),
+			chunk(`{}`, "tool_calls"),
+		))
+		st, _, err := stream(t, p)
+		require.NoError(t, err)
+		require.Equal(t, []ToolCall{{ID: "call_a", Name: "list-invoices", Arguments: `{}`}}, st.ToolCalls)
+	})
 	t.Run("whole calls without an index", func(t *testing.T) {
 		t.Parallel()
 		p := fakeProvider(t, sse(
@@ -146,7 +157,7 @@ func TestOpenAIKeepAliveCommentsPutOffTheIdleTimeout(t *testing.T) {
 
 // Only the INVOICED_MODEL_* settings decide where prompts go and what is
 // sent with them: openai-go's own OPENAI_* environment variables, left
-// over for another tool, must not redirect them or add account headers.
+// over for another tool, must not redirect them or add a key or headers.
 // (Not parallel: it sets the environment.)
 func TestOpenAIIgnoresOpenAIEnvironmentVariables(t *testing.T) {
 	elsewhere := make(chan string, 4)
@@ -162,17 +173,51 @@ func TestOpenAIIgnoresOpenAIEnvironmentVariables(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Setenv("OPENAI_BASE_URL", other.URL+"/v1")
-	t.Setenv("OPENAI_API_KEY", "sk-env-secret")
+	t.Setenv("OPENAI_API_KEY", "sk-env-api")
+	t.Setenv("OPENAI_ADMIN_KEY", "sk-env-admin")
 	t.Setenv("OPENAI_ORG_ID", "org-env")
 	t.Setenv("OPENAI_PROJECT_ID", "proj-env")
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Env-Secret: leaked-env\nX-Other: also-env")
 
-	p, err := FromSettings(env("INVOICED_MODEL_PROVIDER", "openai", "INVOICED_MODEL_NAME", "m", "INVOICED_MODEL_BASE_URL", srv.URL+"/v1"))
-	require.NoError(t, err)
-	_, _, err = stream(t, p.(*OpenAI))
-	require.NoError(t, err)
-	h := <-got
-	require.NotContains(t, h.Get("Authorization"), "sk-env-secret")
-	require.Empty(t, h.Get("OpenAI-Organization"))
-	require.Empty(t, h.Get("OpenAI-Project"))
+	for _, key := range []string{"", "sk-configured"} {
+		p, err := FromSettings(env("INVOICED_MODEL_PROVIDER", "openai", "INVOICED_MODEL_NAME", "m", "INVOICED_MODEL_BASE_URL", srv.URL+"/v1", "INVOICED_MODEL_API_KEY", key))
+		require.NoError(t, err)
+		_, _, err = stream(t, p.(*OpenAI))
+		require.NoError(t, err)
+		h := <-got
+		for k, v := range h {
+			require.NotContains(t, strings.Join(v, ","), "env", "APIKey %q: %s came from the environment", key, k)
+		}
+		if key == "" {
+			require.Empty(t, h.Get("Authorization"))
+		} else {
+			require.Equal(t, "Bearer "+key, h.Get("Authorization"))
+		}
+	}
 	require.Empty(t, elsewhere, "OPENAI_BASE_URL redirected the prompt")
+}
+
+// The idle timeout is how long the endpoint sends nothing: chunks that all
+// came in one read, handed one by one to a slow client, do not trip it.
+func TestOpenAIIdleTimeoutDoesNotCountTheClientsTime(t *testing.T) {
+	t.Parallel()
+	var body strings.Builder
+	for i := range 10 {
+		body.WriteString("data: " + chunk(fmt.Sprintf(`{"content":"w%d "}`, i), "") + "\n\n")
+	}
+	body.WriteString("data: " + chunk(`{}`, "stop") + "\n\ndata: [DONE]\n\n")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, body.String())
+	}))
+	t.Cleanup(srv.Close)
+	p, err := NewOpenAI(OpenAIConfig{BaseURL: srv.URL + "/v1", APIKey: "k", Model: "m", MaxRetries: -1, IdleTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = p.Stream(ctx, Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}, func(string) error {
+		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	require.NoError(t, err, "every chunk had arrived; the endpoint was not idle")
 }
