@@ -480,6 +480,10 @@ func (t *turn) dispatch(tc model.ToolCall) bool {
 		t.toolError(p, err)
 		return false
 	}
+	if err := t.recheck(); err != nil {
+		t.toolError(p, err)
+		return false
+	}
 	switch risk {
 	case capability.RiskBound:
 		ctx, cancel := t.toolCtx()
@@ -538,23 +542,33 @@ func (t *turn) runner(call capability.Call) func(ctx context.Context) (any, erro
 	return func(ctx context.Context) (any, error) { return t.invoke(ctx, call) }
 }
 
+// recheck checks the turn's credential again once the last check is
+// older than CredentialMaxAge, before a call acts on it (and before a
+// confirmation is spent on it). On failure nothing more runs for this
+// principal: the turn ends with what it has, telling the client why.
+func (t *turn) recheck() error {
+	if time.Since(identity.CheckedAt(t.ctx)) <= t.s.cfg.CredentialMaxAge {
+		return nil
+	}
+	ctx, cancel := t.toolCtx()
+	defer cancel()
+	err := identity.Recheck(ctx)
+	if err == nil {
+		return nil
+	}
+	t.stopped = true
+	t.errorText = "The server could not check your credentials again; the error has been logged. Send the message again to retry."
+	if problem.HasCode(err, problem.CodeUnauthenticated) {
+		t.errorText = "Your credentials are no longer valid (token revoked, user disabled or role changed); sign in again to continue."
+	}
+	return err
+}
+
 // invoke runs a capability and turns a panic in its handler into an
 // error: the call then ends as a tool error like any other failure,
 // instead of staying unanswered in the transcript, where it would block
 // the conversation for good.
 func (t *turn) invoke(ctx context.Context, call capability.Call) (v any, err error) {
-	if time.Since(identity.CheckedAt(ctx)) > t.s.cfg.CredentialMaxAge {
-		if err := identity.Recheck(ctx); err != nil {
-			// Nothing more runs for this principal: the turn ends with
-			// what it has, telling the client why.
-			t.stopped = true
-			t.errorText = "The server could not check your credentials again; the error has been logged. Send the message again to retry."
-			if problem.HasCode(err, problem.CodeUnauthenticated) {
-				t.errorText = "Your credentials are no longer valid (token revoked, user disabled or role changed); sign in again to continue."
-			}
-			return nil, err
-		}
-	}
 	defer func() {
 		if r := recover(); r != nil {
 			v, err = nil, fmt.Errorf("tool %s panicked: %v\n%s", call.Name, r, debug.Stack())
@@ -600,6 +614,10 @@ func (t *turn) answerApproval(a ApprovalAnswer) {
 	p := t.part(a.ToolCallID)
 	t.attempted[a.ToolCallID] = true
 	if err := t.notRun(); err != nil {
+		t.toolError(p, err)
+		return
+	}
+	if err := t.recheck(); err != nil {
 		t.toolError(p, err)
 		return
 	}

@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
+	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/stretchr/testify/require"
@@ -101,4 +103,61 @@ func TestChatPanicWhileAnsweringSeveralConfirmationsKeepsCopiesEqual(t *testing.
 	// The user's next message, from the client's copy.
 	res = b.chat(t, b.Token, body("conv-2appr", anyList(msgs[:len(msgs)-1], last, userMsg("u2", "what happened?"))...))
 	require.Equal(t, http.StatusOK, res.Status, "next message refused: %s", res.Body)
+}
+
+// Two bound calls answered in one request; the first one's effect revokes
+// the token. The second is not run, and its confirmation is not spent on a
+// credential that no longer holds: the re-check comes before the
+// controller consumes the evidence.
+func TestChatConfirmationIsNotSpentWhenTheCredentialNoLongerHolds(t *testing.T) {
+	t.Parallel()
+	var ran atomic.Int32
+	var b *bundle
+	reg := registryWith("send-reminder", capability.RiskBound, func(_ context.Context, call capability.Call) (any, error) {
+		ran.Add(1)
+		if err := identity.TokenRevoke(context.Background(), b.Pool, b.Token); err != nil {
+			return nil, err
+		}
+		return map[string]any{"sent": true}, nil
+	})
+	reg2 := confirm.NewMemory()
+	ctl, err := confirm.NewController(confirm.Config{Registry: reg2, Mode: confirm.ModeWait})
+	require.NoError(t, err)
+	steps := 0
+	b = setupWithConfig(t, steploop.Config{Tools: reg, Confirm: ctl, CredentialMaxAge: time.Nanosecond,
+		Model: funcModel(func(ctx context.Context, onText func(string) error) (model.Step, error) {
+			steps++
+			if steps == 1 {
+				return model.Step{ToolCalls: []model.ToolCall{
+					{ID: "c1", Name: "send-reminder", Arguments: `{"to":"a"}`},
+					{ID: "c2", Name: "send-reminder", Arguments: `{"to":"b"}`},
+				}}, nil
+			}
+			return model.Step{Text: "ok"}, nil
+		})})
+	res := b.chat(t, b.Token, body("conv-recheck", userMsg("u1", "remind a and b")))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	_, msgs := b.conversation(t, b.Token, "conv-recheck")
+	var last map[string]any
+	require.NoError(t, json.Unmarshal(msgs[len(msgs)-1], &last))
+	ids := map[string]string{}
+	for _, p := range last["parts"].([]any) {
+		pm := p.(map[string]any)
+		if pm["type"] == "tool-send-reminder" {
+			a := pm["approval"].(map[string]any)
+			ids[pm["toolCallId"].(string)] = a["id"].(string)
+			pm["state"], pm["approval"] = "approval-responded", map[string]any{"id": a["id"], "approved": true}
+		}
+	}
+	res = b.chat(t, b.Token, body("conv-recheck", anyList(msgs[:len(msgs)-1], last)...))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.Equal(t, "error", res.Chunks[len(res.Chunks)-1]["type"])
+	require.Contains(t, res.Chunks[len(res.Chunks)-1]["errorText"], "no longer valid")
+	require.EqualValues(t, 1, ran.Load(), "the second call did not run")
+	first, err := reg2.Get(context.Background(), ids["c1"])
+	require.NoError(t, err)
+	require.NotNil(t, first.UsedAt, "the first confirmation was used")
+	second, err := reg2.Get(context.Background(), ids["c2"])
+	require.NoError(t, err)
+	require.Nil(t, second.UsedAt, "the second confirmation was not spent")
 }
