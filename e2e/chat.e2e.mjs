@@ -1,7 +1,8 @@
 // End-to-end: the real ai@7 client classes (AbstractChat, DefaultChatTransport,
 // lastAssistantMessageIsCompleteWithApprovalResponses) drive POST /v1/chat.
 // Run by steploop's Go test, which starts invoiced and a fake
-// OpenAI-compatible model server and sets INVOICED_URL and INVOICED_TOKEN.
+// OpenAI-compatible model server and sets INVOICED_URL and INVOICED_TOKEN
+// (and INVOICED_APP_* for the whole service, see scenario 4).
 // Prints one JSON line of observations for the Go side; exits non-zero on a
 // failed assertion.
 import assert from 'node:assert/strict';
@@ -15,6 +16,13 @@ import {
 const base = process.env.INVOICED_URL;
 const token = process.env.INVOICED_TOKEN;
 assert.ok(base && token, 'INVOICED_URL and INVOICED_TOKEN must be set');
+// The whole service (real invoices, approvals gate and REST API), a clerk's
+// and an approver's tokens, and a draft invoice, for the consequential case.
+const appBase = process.env.INVOICED_APP_URL;
+const appToken = process.env.INVOICED_APP_TOKEN;
+const approverToken = process.env.INVOICED_APPROVER_TOKEN;
+const draftId = process.env.INVOICED_DRAFT_ID;
+assert.ok(appBase && appToken && approverToken && draftId, 'INVOICED_APP_URL, INVOICED_APP_TOKEN, INVOICED_APPROVER_TOKEN and INVOICED_DRAFT_ID must be set');
 
 // A minimal ChatState, as a framework binding (React, Vue, …) would keep it.
 class State {
@@ -36,13 +44,13 @@ const countingFetch = async (url, init) => {
 };
 
 class Chat extends AbstractChat {
-  constructor(id, extra = {}) {
+  constructor(id, extra = {}, server = { base, token }) {
     super({
       id,
       state: new State(),
       transport: new DefaultChatTransport({
-        api: `${base}/v1/chat`,
-        headers: { Authorization: `Bearer ${token}` },
+        api: `${server.base}/v1/chat`,
+        headers: { Authorization: `Bearer ${server.token}` },
         fetch: countingFetch,
       }),
       sendAutomaticallyWhen: ({ messages }) =>
@@ -126,34 +134,46 @@ const out = {};
   out.deniedToolCallId = q.toolCallId;
 }
 
-// 4. A consequential tool: APPROVAL_REQUIRED with a data-approval part,
-//    approved through the REST API, then succeeding on the next request.
+// 4. A consequential tool (the real issue-invoice): APPROVAL_REQUIRED with a
+//    data-approval part, approved by an approver through the REST API, then
+//    succeeding on the next user request.
 {
-  const chat = new Chat('e2e-approval');
-  await chat.sendMessage({ text: 'issue t1' });
+  const chat = new Chat('e2e-approval', {}, { base: appBase, token: appToken });
+  await chat.sendMessage({ text: 'issue the draft' });
   await settle(chat);
   assert.equal(chat.status, 'ready', String(chat.error));
   let m = last(chat);
-  const p = toolPart(m, 'issue-thing');
+  const p = toolPart(m, 'issue-invoice');
   assert.equal(p.state, 'output-available');
   assert.equal(p.output.error.code, 'APPROVAL_REQUIRED');
-  assert.equal(p.output.error.status, 'pending');
   assert.ok(!m.parts.some((x) => x.state === 'approval-requested'), 'never a tool-approval-request for a consequential tool');
   const data = m.parts.find((x) => x.type === 'data-approval');
   assert.ok(data, 'a data-approval part');
   assert.equal(data.data.approval_id, p.output.error.approval_id);
-  assert.equal(data.data.capability, 'issue-thing');
+  assert.equal(data.data.capability, 'issue-invoice');
   assert.equal(data.data.status, 'pending');
-  assert.deepEqual(data.data.target, { type: 'thing', id: 't1' });
-  const r = await fetch(`${base}/v1/test/approvals/${data.data.approval_id}/approve`, {
-    method: 'POST', headers: { Authorization: `Bearer ${token}` },
+  assert.deepEqual(data.data.target, { type: 'invoice', id: draftId, version: 1 });
+  // The clerk cannot approve its own request; an approver can.
+  const approve = (tok) => fetch(`${appBase}/v1/approvals/${data.data.approval_id}/approve`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${tok}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ reason: 'checked the lines' }),
   });
-  assert.equal(r.status, 200);
-  await chat.sendMessage({ text: 'issue t1 now that it is approved' });
+  assert.equal((await approve(appToken)).status, 403);
+  const r = await approve(approverToken);
+  const decided = await r.text();
+  assert.equal(r.status, 200, decided);
+  assert.equal(JSON.parse(decided).status, 'approved');
+  await chat.sendMessage({ text: 'issue the draft now that it is approved' });
   await settle(chat);
   assert.equal(chat.status, 'ready', String(chat.error));
   m = last(chat);
-  assert.deepEqual(toolPart(m, 'issue-thing').output, { issued: 't1', approval_id: data.data.approval_id });
+  const issued = toolPart(m, 'issue-invoice');
+  assert.equal(issued.state, 'output-available');
+  assert.equal(issued.output.error, undefined, JSON.stringify(issued.output));
+  assert.equal(issued.output.status, 'issued');
+  assert.equal(issued.output.id, draftId);
+  out.approvalId = data.data.approval_id;
 }
 
 // 5. A frontend tool round trip: the browser runs show-invoice.
@@ -177,6 +197,7 @@ const out = {};
   assert.match(textOf(m), /It is on your screen\./);
   const stored = await getConversation('e2e-frontend');
   assert.deepEqual(stored[1].parts.find((x) => x.type === 'tool-show-invoice').output, { shown: true });
+  out.frontendToolCallId = toolPart(m, 'show-invoice').toolCallId;
 }
 
 // 6. A client that edits a paused tool call's input before approving is
@@ -198,6 +219,8 @@ const out = {};
   assert.equal(chat.status, 'error');
   assert.match(chat.error.message, /TRANSCRIPT_MISMATCH/);
   assert.match(chat.error.message, /input differs/);
+  const stored = await getConversation('e2e-edit');
+  assert.equal(toolPart(stored[stored.length - 1], 'send-reminder').state, 'approval-requested', 'nothing was stored');
   out.editRefused = true;
 }
 
@@ -216,6 +239,9 @@ const out = {};
   }
   assert.equal(chat.status, 'error');
   assert.match(chat.error.message, /TRANSCRIPT_MISMATCH/);
+  assert.match(chat.error.message, /cannot become \\"output-available\\"/);
+  const stored = await getConversation('e2e-forge');
+  assert.equal(toolPart(stored[stored.length - 1], 'send-reminder').state, 'approval-requested', 'nothing was stored');
   out.forgeRefused = true;
 }
 

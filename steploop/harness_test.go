@@ -112,10 +112,14 @@ type openAIRequest struct {
 	} `json:"tools"`
 }
 
-func newFakeModel(t *testing.T) *fakeModel {
-	sc, err := model.NewScripted(script)
+func newFakeModel(t *testing.T) *fakeModel { return newFakeModelWith(t, script) }
+
+// newFakeModelWith is a fake model server answering from sc.
+func newFakeModelWith(t *testing.T, sc model.Script) *fakeModel {
+	t.Helper()
+	scripted, err := model.NewScripted(sc)
 	require.NoError(t, err)
-	f := &fakeModel{scripted: sc, cancelled: make(chan struct{}, 16), started: make(chan struct{}, 16)}
+	f := &fakeModel{scripted: scripted, cancelled: make(chan struct{}, 16), started: make(chan struct{}, 16)}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -208,13 +212,13 @@ func (f *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
-// fakeApprovals stands in for the approvals gate until invoices lands: a
-// consequential capability answers APPROVAL_REQUIRED until the test
-// approves the request.
+// fakeApprovals is the least of an approvals gate, for the loop's own
+// tests: a consequential capability answers APPROVAL_REQUIRED, one request
+// per thing. The e2e test, app_test.go and gates_app_test.go use the real
+// gate and REST API.
 type fakeApprovals struct {
-	mu       sync.Mutex
-	byThing  map[string]string // thing → approval id
-	approved map[string]bool
+	mu      sync.Mutex
+	byThing map[string]string // thing → approval id
 }
 
 // bundle is one test's running service.
@@ -226,7 +230,6 @@ type bundle struct {
 	Model     *fakeModel
 	mu        sync.Mutex
 	reminders map[string]int
-	issued    int
 	approvals *fakeApprovals
 	// release lets wait-thing return; it gives up after 5 s.
 	release chan struct{}
@@ -243,7 +246,7 @@ func setup(t *testing.T) *bundle {
 	pool := storetest.Pool(t)
 	ctx := context.Background()
 	fm := newFakeModel(t)
-	b := &bundle{Model: fm, reminders: map[string]int{}, approvals: &fakeApprovals{byThing: map[string]string{}, approved: map[string]bool{}},
+	b := &bundle{Model: fm, reminders: map[string]int{}, approvals: &fakeApprovals{byThing: map[string]string{}},
 		release: make(chan struct{})}
 	b.Pool = pool
 
@@ -314,13 +317,6 @@ func setup(t *testing.T) *bundle {
 				a.mu.Lock()
 				defer a.mu.Unlock()
 				id, ok := a.byThing[in.Thing]
-				if ok && a.approved[id] {
-					delete(a.byThing, in.Thing)
-					b.mu.Lock()
-					b.issued++
-					b.mu.Unlock()
-					return map[string]any{"issued": in.Thing, "approval_id": id}, nil
-				}
 				if !ok {
 					id = uuid.NewString()
 					a.byThing[in.Thing] = id
@@ -344,13 +340,6 @@ func setup(t *testing.T) *bundle {
 	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return pool.Ping(ctx) })
 	v1 := e.Group("/v1", identity.Authenticate(pool, nil))
 	chatRoutes(v1, svc)
-	// Test-only stand-in for POST /v1/approvals/{id}/approve.
-	v1.POST("/test/approvals/:id/approve", func(c echo.Context) error {
-		b.approvals.mu.Lock()
-		b.approvals.approved[c.Param("id")] = true
-		b.approvals.mu.Unlock()
-		return c.JSON(http.StatusOK, map[string]string{"status": "approved"})
-	})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	b.URL = srv.URL

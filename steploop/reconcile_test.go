@@ -113,16 +113,28 @@ func FuzzChatRequest(f *testing.F) {
 	f.Add([]byte(`{"id":"c","messages":[null,{},[]],"trigger":"regenerate-message"}`))
 	f.Add([]byte(`{"id":"c","messages":[{"parts":[{"type":"text","text":null,"approval":{"id":1}}]}]}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
+		check := func(err error) {
+			if err == nil {
+				return
+			}
+			p, ok := problem.As(err)
+			if !ok {
+				p = server.ToProblem(err)
+			}
+			if p.Status >= 500 {
+				t.Fatalf("5xx for %q: %v", raw, err)
+			}
+		}
+		// Against a stored transcript, and as a new conversation's opening
+		// (nothing stored), as the handler does.
 		_, err := reconcileBody(t, raw)
-		if err == nil {
-			return
-		}
-		p, ok := problem.As(err)
-		if !ok {
-			p = server.ToProblem(err)
-		}
-		if p.Status >= 500 {
-			t.Fatalf("5xx for %q: %v", raw, err)
+		check(err)
+		var req ChatRequest
+		if server.DecodeJSONReader(bytes.NewReader(raw), &req) == nil {
+			if client, err := parseChatRequest(req); err == nil {
+				_, err = Reconcile(nil, client, isFrontendFixture)
+				check(err)
+			}
 		}
 	})
 }
