@@ -58,7 +58,10 @@ func (a *App) Routes(e *echo.Echo) {
 	e.Server.RegisterOnShutdown(a.approvalHub.Close)
 
 	// The step loop (ADR-0002): clerks and admins chat; an approver reads
-	// and decides approvals only (DESIGN.md §7).
+	// and decides approvals only (DESIGN.md §7). Running turns end when
+	// shutdown begins: they store what they have and release their
+	// conversations instead of holding the grace period.
+	e.Server.RegisterOnShutdown(a.chat.Shutdown)
 	chatters := identity.RequireRole(identity.RoleClerk, identity.RoleAdmin)
 	v1.POST("/chat", a.chat.Chat, chatters)
 	v1.GET("/conversations/:id", a.chat.ConversationGet, chatters)

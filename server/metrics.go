@@ -32,8 +32,10 @@ func NewMetrics() *Metrics {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "invoiced_http_request_duration_seconds",
 			Help: "HTTP request latency by method and route pattern.",
-			// 1 ms to 10 s: our p99 targets are tens of milliseconds.
-			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 11),
+			// 1 ms to 15 min: our p99 targets are tens of milliseconds,
+			// while a chat may run for minutes (a slow model's steps, up
+			// to the 9.5 min a run may last).
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 16),
 		}, []string{"method", "route"}),
 	}
 	reg.MustRegister(m.requests, m.duration, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

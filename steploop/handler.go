@@ -81,14 +81,22 @@ func (s *Service) stream(ctx context.Context, w http.ResponseWriter, lease *Leas
 	}
 	runCtx, cancel := context.WithTimeout(ctx, s.cfg.LeaseTTL-leaseMargin)
 	defer cancel()
+	runCtx, cancelRun := context.WithCancelCause(runCtx)
+	defer cancelRun(nil)
+	defer context.AfterFunc(s.stopping, func() { cancelRun(errShuttingDown) })()
 	out := newSSE(w)
 	defer out.close()
 	t := &turn{s: s, ctx: runCtx, lease: lease, p: p, msgs: stored, ai: len(stored) - 1, out: out, attempted: map[string]bool{}}
 	t.runGuarded(delta)
-	if t.finishReason == "" && t.errorText == "" && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-		// The run's own limit, not the client going away: the client is
-		// still there and must learn that the answer stopped.
-		t.errorText = "The answer took longer than one request may run; what was done is stored. Send a message to continue."
+	if t.finishReason == "" && t.errorText == "" && ctx.Err() == nil {
+		// The run's own limit or a shutdown, not the client going away:
+		// the client is still there and must learn that the answer stopped.
+		switch cause := context.Cause(runCtx); {
+		case errors.Is(cause, context.DeadlineExceeded):
+			t.errorText = "The answer took longer than one request may run; what was done is stored. Send a message to continue."
+		case errors.Is(cause, errShuttingDown):
+			t.errorText = "The server is restarting; what was done is stored. Send a message to continue."
+		}
 	}
 	t.end()
 }

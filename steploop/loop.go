@@ -84,7 +84,22 @@ type Service struct {
 	frontend   *capability.Registry
 	risks      map[string]capability.Risk
 	modelTools []model.Tool
+	// stopping is cancelled (cause errShuttingDown) when the server
+	// begins to shut down: every running turn, and any tool in it, ends.
+	stopping context.Context
+	stop     context.CancelCauseFunc
 }
+
+// errShuttingDown is why turns end when the server shuts down.
+var errShuttingDown = errors.New("steploop: the server is shutting down")
+
+// Shutdown ends every running turn: its model call and any running tool
+// are cancelled, what completed is stored, its conversation is released
+// and a client still connected is told to send its message again. Register
+// it with http.Server.RegisterOnShutdown: Shutdown does not cancel request
+// contexts, so a chat waiting on a slow model would otherwise hold the
+// grace period and keep its conversation busy past a restart.
+func (s *Service) Shutdown() { s.stop(errShuttingDown) }
 
 // New checks cfg and builds the toolset offered to the model.
 func New(cfg Config) (*Service, error) {
@@ -114,8 +129,11 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("steploop: frontend tools: %w", err)
 	}
+	stopping, stop := context.WithCancelCause(context.Background())
 	s := &Service{
-		cfg: cfg,
+		cfg:      cfg,
+		stopping: stopping,
+		stop:     stop,
 		// The toolset runs remote with confirmations in wait mode, stated
 		// explicitly: ADR-0005 (docs/adr/0005-confirmation-mode.md).
 		toolset:  confirm.AgentToolset,
@@ -283,6 +301,12 @@ var stoppedError = problem.New(http.StatusConflict, codeNoResult, "Not run: this
 // endedError is a call the turn did not start because the request had
 // ended: its client went away, or its time was up.
 var endedError = problem.New(http.StatusConflict, codeNoResult, "Not run: the request ended (its client went away or its time was up) before the call started.")
+
+// clientGone reports whether the turn ended because its client went away
+// (not its time limit, not a shutdown, with the client still reading).
+func (t *turn) clientGone() bool {
+	return errors.Is(context.Cause(t.ctx), context.Canceled)
+}
 
 // notRun says why the turn starts no further call, or is nil. A call
 // already running when the client leaves finishes (toolCtx); none starts
@@ -454,7 +478,7 @@ func (s *stepText) end() {
 	}
 	if s.idx >= 0 {
 		s.t.out.send(chunk{"type": "text-end", "id": s.id})
-		if !errors.Is(s.t.ctx.Err(), context.Canceled) {
+		if !s.t.clientGone() {
 			s.t.asst().Parts[s.idx].State = "done"
 		}
 	}
@@ -581,18 +605,23 @@ func (t *turn) prepare(name string, input json.RawMessage) (capability.Call, err
 	return call, nil
 }
 
-// toolCtx is what a tool call runs under: the run's deadline, but not the
-// client going away. A call that has started runs to its end, because its
-// transaction may already be committing when the client leaves (pgx would
-// report the cancellation while PostgreSQL commits), and the transcript
-// must say what the call did. The next model step is what a disconnect
-// cancels.
+// toolCtx is what a tool call runs under: the run's deadline and a
+// shutdown, but not the client going away. A call that has started runs
+// to its end, because its transaction may already be committing when the
+// client leaves (pgx would report the cancellation while PostgreSQL
+// commits), and the transcript must say what the call did. The next model
+// step is what a disconnect cancels.
 func (t *turn) toolCtx() (context.Context, context.CancelFunc) {
-	ctx := context.WithoutCancel(t.ctx)
+	base := context.WithoutCancel(t.ctx)
+	cancelDeadline := context.CancelFunc(func() {})
 	if d, ok := t.ctx.Deadline(); ok {
-		return context.WithDeadline(ctx, d)
+		base, cancelDeadline = context.WithDeadline(base, d)
 	}
-	return context.WithCancel(ctx)
+	ctx, cancel := context.WithCancelCause(base)
+	// A shutdown ends even a running tool: the process is going away, and
+	// a tool waiting on a lock would otherwise hold it for minutes.
+	stopWatch := context.AfterFunc(t.s.stopping, func() { cancel(errShuttingDown) })
+	return ctx, func() { stopWatch(); cancel(context.Canceled); cancelDeadline() }
 }
 
 func (t *turn) runner(call capability.Call) func(ctx context.Context) (any, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 )
 
@@ -201,6 +202,20 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 	if err := stream.Err(); err != nil {
 		if parent.Err() != nil {
 			return Step{}, parent.Err()
+		}
+		var se *ssestream.StreamError
+		if errors.As(err, &se) {
+			// An error event inside the stream: its message is the
+			// endpoint's own text, which may echo the request (the key, the
+			// prompt), so only its type and code go to the log.
+			var ev struct {
+				Error struct {
+					Type any `json:"type"`
+					Code any `json:"code"`
+				} `json:"error"`
+			}
+			_ = json.Unmarshal(se.Event.Data, &ev)
+			return Step{}, fmt.Errorf("model stream: the endpoint sent an error event (type %v, code %v)", ev.Error.Type, ev.Error.Code)
 		}
 		return Step{}, fmt.Errorf("model stream: %w", err)
 	}
