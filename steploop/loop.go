@@ -612,16 +612,16 @@ func (t *turn) prepare(name string, input json.RawMessage) (capability.Call, err
 // commits), and the transcript must say what the call did. The next model
 // step is what a disconnect cancels.
 func (t *turn) toolCtx() (context.Context, context.CancelFunc) {
-	base := context.WithoutCancel(t.ctx)
-	cancelDeadline := context.CancelFunc(func() {})
-	if d, ok := t.ctx.Deadline(); ok {
-		base, cancelDeadline = context.WithDeadline(base, d)
-	}
-	ctx, cancel := context.WithCancelCause(base)
-	// A shutdown ends even a running tool: the process is going away, and
-	// a tool waiting on a lock would otherwise hold it for minutes.
-	stopWatch := context.AfterFunc(t.s.stopping, func() { cancel(errShuttingDown) })
-	return ctx, func() { stopWatch(); cancel(context.Canceled); cancelDeadline() }
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(t.ctx))
+	// The run's own end reaches the tool unless it is the client leaving:
+	// its time limit, or a shutdown (the process is going away, and a tool
+	// waiting on a lock would otherwise hold it for minutes).
+	stop := context.AfterFunc(t.ctx, func() {
+		if !t.clientGone() {
+			cancel(context.Cause(t.ctx))
+		}
+	})
+	return ctx, func() { stop(); cancel(context.Canceled) }
 }
 
 func (t *turn) runner(call capability.Call) func(ctx context.Context) (any, error) {
