@@ -91,11 +91,11 @@ func (s *Service) stream(ctx context.Context, w http.ResponseWriter, lease *Leas
 	if t.finishReason == "" && t.errorText == "" && ctx.Err() == nil {
 		// The run's own limit or a shutdown, not the client going away:
 		// the client is still there and must learn that the answer stopped.
-		switch cause := context.Cause(runCtx); {
-		case errors.Is(cause, context.DeadlineExceeded):
-			t.errorText = "The answer took longer than one request may run; what was done is stored. Send a message to continue."
-		case errors.Is(cause, errShuttingDown):
+		switch {
+		case s.stopping.Err() != nil:
 			t.errorText = "The server is restarting; what was done is stored. Send a message to continue."
+		case errors.Is(context.Cause(runCtx), context.DeadlineExceeded):
+			t.errorText = "The answer took longer than one request may run; what was done is stored. Send a message to continue."
 		}
 	}
 	t.end()

@@ -231,6 +231,8 @@ type bundle struct {
 	mu        sync.Mutex
 	reminders map[string]int
 	approvals *fakeApprovals
+	// Svc is the service, where a test built it (setupWithConfig).
+	Svc *steploop.Service
 	// release lets wait-thing return; it gives up after 5 s.
 	release chan struct{}
 }

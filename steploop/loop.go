@@ -289,10 +289,28 @@ func (t *turn) interrupt() {
 			// Its confirmation was never used: it did not run.
 			t.toolError(p, stoppedError)
 		case p.State == StateInputAvailable || p.State == StateApprovalResponded:
-			t.toolError(p, problem.New(http.StatusConflict, codeNoResult,
-				"The call was interrupted before it produced a result; whether it took effect is unknown. Check before retrying."))
+			t.toolError(p, interruptedError)
 		}
 	}
+}
+
+// interruptedError is a call cut off before it produced a result: by a
+// failed turn, its time limit or a shutdown. Its transaction may have
+// committed as it was cut, so the model must not take it for a failure.
+var interruptedError = problem.New(http.StatusConflict, codeNoResult,
+	"The call was interrupted before it produced a result; whether it took effect is unknown. Check before retrying.")
+
+// interrupted is err, or interruptedError when ctx (the call's) ended and
+// err is not a typed answer of the capability: then the error is the
+// cancellation's, and the call's outcome unknown.
+func interrupted(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	if _, ok := problem.As(err); ok {
+		return err
+	}
+	return interruptedError
 }
 
 // stoppedError is a call the turn did not run because it had stopped.
@@ -315,7 +333,7 @@ func (t *turn) notRun() error {
 	switch {
 	case t.stopped:
 		return stoppedError
-	case t.ctx.Err() != nil:
+	case t.ctx.Err() != nil, t.s.stopping.Err() != nil:
 		return endedError
 	}
 	return nil
@@ -373,7 +391,9 @@ func textFinishReason(provider string) string {
 
 func (t *turn) steps() {
 	for step := 0; step < t.s.cfg.MaxSteps; step++ {
-		if t.ctx.Err() != nil || t.stopped {
+		// The shutdown signal is read directly too: the run's context
+		// learns of it a moment later (context.AfterFunc).
+		if t.ctx.Err() != nil || t.stopped || t.s.stopping.Err() != nil {
 			return
 		}
 		req := model.Request{System: t.s.cfg.System, Messages: Transcript(t.msgs), Tools: t.s.modelTools}
@@ -571,7 +591,7 @@ func (t *turn) dispatch(tc model.ToolCall) bool {
 		defer cancel()
 		out, err := t.s.cfg.Confirm.Call(ctx, t.confirmRequest(call, id, nil), t.runner(call))
 		if err != nil {
-			t.toolError(p, err)
+			t.toolError(p, interrupted(ctx, err))
 			return false
 		}
 		return t.confirmOutcome(p, call, out)
@@ -612,16 +632,17 @@ func (t *turn) prepare(name string, input json.RawMessage) (capability.Call, err
 // commits), and the transcript must say what the call did. The next model
 // step is what a disconnect cancels.
 func (t *turn) toolCtx() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(t.ctx))
-	// The run's own end reaches the tool unless it is the client leaving:
-	// its time limit, or a shutdown (the process is going away, and a tool
-	// waiting on a lock would otherwise hold it for minutes).
-	stop := context.AfterFunc(t.ctx, func() {
-		if !t.clientGone() {
-			cancel(context.Cause(t.ctx))
-		}
-	})
-	return ctx, func() { stop(); cancel(context.Canceled) }
+	base := context.WithoutCancel(t.ctx)
+	cancelDeadline := context.CancelFunc(func() {})
+	if d, ok := t.ctx.Deadline(); ok {
+		base, cancelDeadline = context.WithDeadline(base, d)
+	}
+	ctx, cancel := context.WithCancelCause(base)
+	// A shutdown ends even a running tool whose client has gone: the
+	// process is going away, and a tool waiting on a lock would otherwise
+	// hold it for minutes.
+	stop := context.AfterFunc(t.s.stopping, func() { cancel(errShuttingDown) })
+	return ctx, func() { stop(); cancel(context.Canceled); cancelDeadline() }
 }
 
 func (t *turn) runner(call capability.Call) func(ctx context.Context) (any, error) {
@@ -660,7 +681,8 @@ func (t *turn) invoke(ctx context.Context, call capability.Call) (v any, err err
 			v, err = nil, fmt.Errorf("tool %s panicked: %v\n%s", call.Name, r, debug.Stack())
 		}
 	}()
-	return t.s.cfg.Tools.Invoke(ctx, call)
+	v, err = t.s.cfg.Tools.Invoke(ctx, call)
+	return v, interrupted(ctx, err)
 }
 
 func (t *turn) confirmRequest(call capability.Call, toolCallID string, ev *confirm.Evidence) confirm.Request {
@@ -718,7 +740,7 @@ func (t *turn) answerApproval(a ApprovalAnswer) {
 	defer cancel()
 	out, err := t.s.cfg.Confirm.Call(ctx, t.confirmRequest(call, a.ToolCallID, ev), t.runner(call))
 	if err != nil {
-		t.toolError(p, err)
+		t.toolError(p, interrupted(ctx, err))
 		return
 	}
 	t.confirmOutcome(p, call, out)

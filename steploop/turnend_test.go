@@ -68,7 +68,7 @@ func setupWithConfig(t *testing.T, cfg steploop.Config) *bundle {
 	require.NoError(t, err)
 	tok, err := identity.TokenCreate(context.Background(), pool, u.ID, "t")
 	require.NoError(t, err)
-	return &bundle{URL: srv.URL, Pool: pool, Token: tok}
+	return &bundle{URL: srv.URL, Pool: pool, Token: tok, Svc: svc}
 }
 
 // A panic in the turn outside a tool handler (here the model provider)
