@@ -21,8 +21,8 @@ import (
 type Config struct {
 	// Addr is the listen address (INVOICED_ADDR, default ":8080").
 	Addr string
-	// BodyLimit caps request bodies; 1 MiB fits 1,000 invoice lines of
-	// 1,000 characters each with room to spare.
+	// BodyLimit caps request bodies ("1M" is 1,000,000 bytes, "1MiB"
+	// 1,048,576); 1 MB fits 1,000 invoice lines of 900 characters each.
 	BodyLimit string
 	// ReadTimeout, WriteTimeout and IdleTimeout bound slow clients.
 	// WriteTimeout is 0 (none) because SSE and long polls stream for
