@@ -326,9 +326,10 @@ func (t *turn) clientGone() bool {
 	return errors.Is(context.Cause(t.ctx), context.Canceled)
 }
 
-// notRun says why the turn starts no further call, or is nil. A call
-// already running when the client leaves finishes (toolCtx); none starts
-// after.
+// notRun says why the turn starts no further call or model step, or is
+// nil. A call already running when the client leaves finishes (toolCtx);
+// none starts after. The shutdown signal is read directly too: the run's
+// context learns of it a moment later (context.AfterFunc).
 func (t *turn) notRun() error {
 	switch {
 	case t.stopped:
@@ -391,9 +392,7 @@ func textFinishReason(provider string) string {
 
 func (t *turn) steps() {
 	for step := 0; step < t.s.cfg.MaxSteps; step++ {
-		// The shutdown signal is read directly too: the run's context
-		// learns of it a moment later (context.AfterFunc).
-		if t.ctx.Err() != nil || t.stopped || t.s.stopping.Err() != nil {
+		if t.notRun() != nil {
 			return
 		}
 		req := model.Request{System: t.s.cfg.System, Messages: Transcript(t.msgs), Tools: t.s.modelTools}
@@ -468,7 +467,7 @@ func (s *stepText) write(delta string) {
 }
 
 func (s *stepText) emit(delta string) {
-	delta = strings.ToValidUTF8(strings.ReplaceAll(delta, "\x00", "\uFFFD"), "\uFFFD")
+	delta = storableText(delta)
 	if delta == "" {
 		return
 	}
@@ -502,6 +501,12 @@ func (s *stepText) end() {
 			s.t.asst().Parts[s.idx].State = "done"
 		}
 	}
+}
+
+// storableText is str as PostgreSQL can store it and JSON carries it
+// unchanged: U+0000 and invalid UTF-8 become U+FFFD.
+func storableText(str string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(str, "\x00", "\uFFFD"), "\uFFFD")
 }
 
 // partialRuneTail is the length of an incomplete UTF-8 sequence ending
@@ -543,7 +548,7 @@ func (t *turn) dispatch(tc model.ToolCall) bool {
 	case validJSON && unstorable == "":
 		input = json.RawMessage(args)
 	default:
-		input = mustJSON(strings.ReplaceAll(tc.Arguments, "\x00", "\uFFFD"))
+		input = mustJSON(storableText(tc.Arguments))
 	}
 	a := t.asst()
 	a.Parts = append(a.Parts, Part{Type: "tool-" + tc.Name, ToolCallID: id, State: StateInputAvailable, Input: input})

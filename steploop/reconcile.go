@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/invoiced/invoiced/problem"
@@ -68,14 +69,41 @@ func mismatch(format string, args ...any) error {
 
 // maxParts bounds the parts of a conversation (all its messages): a turn
 // stores at most a few per step and 8 steps, so 10,000 is well over a
-// thousand turns, while a 1 MiB body of empty parts ("{},") would be
+// thousand turns, while a 1 MB body of empty parts ("{},") would be
 // 333,000 of them, each decoded into a Part (about 1 KiB of garbage
 // apiece: 375 MiB for one request). They are counted first, at no cost
 // per part.
 const maxParts = 10_000
 
+// minPartBytes is the least a part takes in a message list ("{}" and a
+// comma): a list shorter than maxParts of them cannot hold too many, and
+// is not counted.
+const minPartBytes = 3
+
 // decodeMessages decodes the client's list leniently, part by part.
 func decodeMessages(raw []json.RawMessage) ([]clientMessage, error) {
+	if err := checkPartCount(raw); err != nil {
+		return nil, err
+	}
+	out := make([]clientMessage, len(raw))
+	for i, r := range raw {
+		if err := json.Unmarshal(r, &out[i]); err != nil {
+			return nil, problem.Invalid(fmt.Sprintf("messages.%d", i), "is not a UIMessage: %v", err)
+		}
+	}
+	return out, nil
+}
+
+// checkPartCount refuses a list of more than maxParts parts before any is
+// decoded into a Part.
+func checkPartCount(raw []json.RawMessage) error {
+	size := 0
+	for _, r := range raw {
+		size += len(r)
+	}
+	if size < maxParts*minPartBytes {
+		return nil
+	}
 	total := 0
 	for _, r := range raw {
 		// []struct{} holds a count and no memory; a part that is not an
@@ -85,16 +113,10 @@ func decodeMessages(raw []json.RawMessage) ([]clientMessage, error) {
 		}
 		_ = json.Unmarshal(r, &shape)
 		if total += len(shape.Parts); total > maxParts {
-			return nil, problem.Invalid("messages", "a conversation holds at most %d parts; start a new conversation", maxParts)
+			return problem.Invalid("messages", "a conversation holds at most %d parts; start a new conversation", maxParts)
 		}
 	}
-	out := make([]clientMessage, len(raw))
-	for i, r := range raw {
-		if err := json.Unmarshal(r, &out[i]); err != nil {
-			return nil, problem.Invalid(fmt.Sprintf("messages.%d", i), "is not a UIMessage: %v", err)
-		}
-	}
-	return out, nil
+	return nil
 }
 
 // Reconcile compares the client's list with the stored transcript
@@ -390,23 +412,18 @@ func hasLoneSurrogate(raw []byte) bool {
 				continue
 			}
 			r, ok := hex4(raw, i+1)
-			if !ok {
+			if !ok || !utf16.IsSurrogate(r) {
 				continue
 			}
 			i += 4
-			switch {
-			case r >= 0xDC00 && r <= 0xDFFF:
-				return true
-			case r >= 0xD800 && r <= 0xDBFF:
-				if i+2 >= len(raw) || raw[i+1] != '\\' || raw[i+2] != 'u' {
-					return true
+			// Only a high half followed by an escaped low half is whole.
+			if i+2 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+				if lo, ok := hex4(raw, i+3); ok && utf16.DecodeRune(r, lo) != utf8.RuneError {
+					i += 6
+					continue
 				}
-				lo, ok := hex4(raw, i+3)
-				if !ok || lo < 0xDC00 || lo > 0xDFFF {
-					return true
-				}
-				i += 6
 			}
+			return true
 		}
 	}
 	return false
