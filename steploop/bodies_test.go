@@ -1,30 +1,13 @@
 package steploop_test
 
 import (
-	"bytes"
-	"io"
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
-
-// postRaw posts raw as the body of POST /v1/chat with Content-Type ctype.
-func (b *bundle) postRaw(t *testing.T, token, ctype string, raw string) (int, http.Header, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, b.URL+"/v1/chat", bytes.NewReader([]byte(raw)))
-	require.NoError(t, err)
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, out
-}
 
 // Odd bodies on a new conversation: each is a 4xx problem+json and none
 // creates the conversation.
@@ -59,7 +42,8 @@ func TestChatOddBodiesAreProblemsAndWriteNothing(t *testing.T) {
 		"deep nesting in part": `{"id":"odd1","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"hi","input":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}]}]}`,
 	}
 	for name, raw := range cases {
-		status, h, out := b.postRaw(t, b.Token, "application/json", raw)
+		res := b.chatRaw(context.Background(), t, b.Token, "application/json", []byte(raw))
+		status, h, out := res.Status, res.Header, res.Body
 		if status >= 500 || status < 400 {
 			t.Errorf("%s: status %d: %s", name, status, out)
 			continue
@@ -74,6 +58,7 @@ func TestChatOddBodiesAreProblemsAndWriteNothing(t *testing.T) {
 	}
 	// Another content type is read as JSON too (sessions need the CSRF
 	// header, so a form post cannot ride on one), never a 5xx.
-	status, _, out := b.postRaw(t, b.Token, "text/plain", `{"id":"odd1","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"hi"}]}]}`)
+	res := b.chatRaw(context.Background(), t, b.Token, "text/plain", []byte(`{"id":"odd1","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"hi"}]}]}`))
+	status, out := res.Status, res.Body
 	require.Less(t, status, 500, string(out))
 }

@@ -103,6 +103,25 @@ func answerConfirmation(t *testing.T, msgs []json.RawMessage, tool string, ok bo
 	return anyList(out)
 }
 
+// requireDeniedResults checks that req carries tool results and every one
+// is CONFIRMATION_INVALID denied.
+func requireDeniedResults(t *testing.T, req model.Request) {
+	t.Helper()
+	found := false
+	for _, m := range req.Messages {
+		if m.Role == model.RoleTool {
+			var v struct {
+				Error struct{ Code, Reason string } `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(m.Content), &v), m.Content)
+			require.Equal(t, "CONFIRMATION_INVALID", v.Error.Code)
+			require.Equal(t, "denied", v.Error.Reason)
+			found = true
+		}
+	}
+	require.True(t, found, "the model read a tool result")
+}
+
 // dataApproval is the first data-approval chunk's data.
 func dataApproval(t *testing.T, res chatResult) map[string]any {
 	t.Helper()
@@ -162,34 +181,12 @@ func TestChatGateBoundDenialReachesModel(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	require.Contains(t, chunkTypes(res.Chunks), "tool-output-denied")
 	require.Equal(t, 0, countRows(t, h, `SELECT count(*) FROM customers WHERE name = 'Denied Ltd'`))
-	req := rec.last()
-	found := false
-	for _, m := range req.Messages {
-		if m.Role == model.RoleTool {
-			var v struct {
-				Error struct{ Code, Reason string } `json:"error"`
-			}
-			require.NoError(t, json.Unmarshal([]byte(m.Content), &v), m.Content)
-			require.Equal(t, "CONFIRMATION_INVALID", v.Error.Code)
-			require.Equal(t, "denied", v.Error.Reason)
-			found = true
-		}
-	}
-	require.True(t, found)
+	requireDeniedResults(t, rec.last())
 	// A later request still shows the same typed result to the model.
 	_, msgs = b.conversation(t, clerk, "gate-d1")
 	res = b.chat(t, clerk, body("gate-d1", anyList(msgs, userMsg("u2", "hello"))...))
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
-	for _, m := range rec.last().Messages {
-		if m.Role == model.RoleTool {
-			var v struct {
-				Error struct{ Code, Reason string } `json:"error"`
-			}
-			require.NoError(t, json.Unmarshal([]byte(m.Content), &v), m.Content)
-			require.Equal(t, "CONFIRMATION_INVALID", v.Error.Code)
-			require.Equal(t, "denied", v.Error.Reason)
-		}
-	}
+	requireDeniedResults(t, rec.last())
 }
 
 // A clerk demoted to approver between the pause and the answer cannot run

@@ -380,18 +380,27 @@ func (b *bundle) chat(t *testing.T, token string, body any) chatResult {
 	t.Helper()
 	buf, err := json.Marshal(body)
 	require.NoError(t, err)
-	req, err := http.NewRequest(http.MethodPost, b.URL+"/v1/chat", bytes.NewReader(buf))
+	return b.chatRaw(context.Background(), t, token, "application/json", buf)
+}
+
+// chatRaw posts raw as the body of POST /v1/chat with Content-Type ctype
+// ("" for none) under ctx, and reads the whole answer.
+func (b *bundle) chatRaw(ctx context.Context, t *testing.T, token, ctype string, raw []byte) chatResult {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.URL+"/v1/chat", bytes.NewReader(raw))
 	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	res := chatResult{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(t, err, "the answer was not read whole: %s", out)
+	res := chatResult{Status: resp.StatusCode, Header: resp.Header, Body: out}
 	if resp.StatusCode == http.StatusOK {
-		res.Chunks, res.Done = parseSSE(t, raw)
+		res.Chunks, res.Done = parseSSE(t, out)
 	}
 	return res
 }

@@ -1,10 +1,8 @@
 package steploop_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -99,25 +97,26 @@ func TestChatShutdownReachesAToolWhoseClientLeft(t *testing.T) {
 	}
 }
 
-// chatWithin posts and reads the whole stream under a timeout.
+// requireRestartError checks that res, a chat a shutdown cut, ended
+// telling its client the server is restarting, then [DONE].
+func requireRestartError(t *testing.T, res chatResult) {
+	t.Helper()
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.True(t, res.Done, "%v", chunkTypes(res.Chunks))
+	last := res.Chunks[len(res.Chunks)-1]
+	require.Equal(t, "error", last["type"], "%v", res.Chunks)
+	require.Contains(t, last["errorText"], "restarting")
+}
+
+// chatWithin posts msgs to conversation id and reads the whole answer,
+// failing unless it ends within the given time.
 func (b *bundle) chatWithin(t *testing.T, id string, within time.Duration, msgs ...any) chatResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	buf, _ := json.Marshal(body(id, msgs...))
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.URL+"/v1/chat", bytes.NewReader(buf))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+b.Token)
-	resp, err := http.DefaultClient.Do(req)
+	buf, err := json.Marshal(body(id, msgs...))
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err, "stream did not end within %v: %s", within, raw)
-	res := chatResult{Status: resp.StatusCode, Body: raw}
-	if resp.StatusCode == http.StatusOK {
-		res.Chunks, res.Done = parseSSE(t, raw)
-	}
-	return res
+	return b.chatRaw(ctx, t, b.Token, "application/json", buf)
 }
 
 // Shutdown while the model thinks: a client still reading gets the
@@ -135,11 +134,7 @@ func TestChatShutdownDuringAModelStepTellsTheClient(t *testing.T) {
 	svc := b.Svc
 	go func() { <-started; svc.Shutdown() }()
 	res := b.chatWithin(t, "shut-shut-model", 5*time.Second, userMsg("u1", "hi"))
-	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
-	require.True(t, res.Done, "%v", chunkTypes(res.Chunks))
-	last := res.Chunks[len(res.Chunks)-1]
-	require.Equal(t, "error", last["type"])
-	require.Contains(t, last["errorText"], "restarting")
+	requireRestartError(t, res)
 	_, msgs := b.conversation(t, b.Token, "shut-shut-model")
 	require.Len(t, msgs, 2)
 	require.Contains(t, string(msgs[1]), `"state":"done"`, string(msgs[1]))
@@ -168,11 +163,7 @@ func TestChatAfterShutdownEndsAtOnceAndReleases(t *testing.T) {
 	start := time.Now()
 	res := b.chatWithin(t, "shut-after", 5*time.Second, userMsg("u1", "hi"))
 	require.Less(t, time.Since(start), 2*time.Second)
-	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
-	require.True(t, res.Done, "%v", chunkTypes(res.Chunks))
-	last := res.Chunks[len(res.Chunks)-1]
-	require.Equal(t, "error", last["type"], "%v", res.Chunks)
-	require.Contains(t, last["errorText"], "restarting")
+	requireRestartError(t, res)
 	var busy int
 	require.NoError(t, b.Pool.QueryRow(context.Background(),
 		`SELECT count(*) FROM conversations WHERE id = 'shut-after' AND busy_token IS NOT NULL`).Scan(&busy))
@@ -191,11 +182,7 @@ func TestChatShutdownDuringAToolRecordsItAsInterrupted(t *testing.T) {
 	svc := b.Svc
 	go func() { <-tool.started; svc.Shutdown() }()
 	res := b.chatWithin(t, "shut-shut-tool", 5*time.Second, userMsg("u1", "go"))
-	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
-	require.True(t, res.Done, "%v", chunkTypes(res.Chunks))
-	last := res.Chunks[len(res.Chunks)-1]
-	require.Equal(t, "error", last["type"])
-	require.Contains(t, last["errorText"], "restarting")
+	requireRestartError(t, res)
 	var toolErr string
 	for _, c := range res.Chunks {
 		if c["type"] == "tool-output-error" {

@@ -19,7 +19,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,12 +33,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// edgeModel answers by keyword in the latest user message with the edge
+// cases stream.e2e.mjs walks through (errors and panics mid-text, reused
+// tool-call ids, bad arguments, a character split across deltas, …).
 type edgeModel struct {
-	mu    sync.Mutex
-	slow  time.Duration
-	calls map[string]int
+	// slow is how long the "slow" answer streams.
+	slow time.Duration
 }
 
+// lastUserAfter is the latest user message (lower-cased) and how many
+// assistant messages follow it.
 func lastUserAfter(req model.Request) (string, int) {
 	last, after := "", 0
 	for _, m := range req.Messages {
@@ -152,11 +155,10 @@ func (p *edgeModel) Stream(ctx context.Context, req model.Request, onText func(s
 	return text("Hello ", "there.")
 }
 
-type conformanceServer struct {
-	URL, Token string
-}
-
-func setupConformance(t *testing.T, prov model.Provider, cfg server.Config) *conformanceServer {
+// setupConformance serves the chat routes with prov and tools of each kind
+// under server config cfg on a real listener (as e.Start does, so cfg's
+// timeouts apply), with a clerk's token.
+func setupConformance(t *testing.T, prov model.Provider, cfg server.Config) *bundle {
 	t.Helper()
 	pool := storetest.Pool(t)
 	ctx := context.Background()
@@ -213,20 +215,7 @@ func setupConformance(t *testing.T, prov model.Provider, cfg server.Config) *con
 	require.NoError(t, err)
 	tok, err := identity.TokenCreate(ctx, pool, u.ID, "test")
 	require.NoError(t, err)
-	return &conformanceServer{URL: "http://" + ln.Addr().String(), Token: tok}
-}
-
-func postChat(t *testing.T, b *conformanceServer, id string, msgs ...any) (int, http.Header, []byte) {
-	t.Helper()
-	buf, _ := json.Marshal(map[string]any{"id": id, "messages": msgs, "trigger": "submit-message"})
-	req, _ := http.NewRequest(http.MethodPost, b.URL+"/v1/chat", bytes.NewReader(buf))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+b.Token)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, raw
+	return &bundle{URL: "http://" + ln.Addr().String(), Pool: pool, Token: tok, Svc: svc}
 }
 
 // The server's ReadTimeout (15 s in production; 1 s here) bounds reading
@@ -238,8 +227,9 @@ func TestChatTurnOutlivesTheReadTimeout(t *testing.T) {
 	cfg.ReadTimeout = time.Second
 	b := setupConformance(t, &edgeModel{slow: 3 * time.Second}, cfg)
 	start := time.Now()
-	status, _, raw := postChat(t, b, "conf-slow", userMsg("u1", "slow please"))
-	require.Equal(t, http.StatusOK, status)
+	res := b.chat(t, b.Token, body("conf-slow", userMsg("u1", "slow please")))
+	require.Equal(t, http.StatusOK, res.Status)
+	raw := res.Body
 	t.Logf("took %v; ends with [DONE]: %v; has finish: %v; has error: %v", time.Since(start),
 		strings.HasSuffix(string(raw), "data: [DONE]\n\n"), strings.Contains(string(raw), `"type":"finish"`), strings.Contains(string(raw), `"type":"error"`))
 	require.True(t, strings.HasSuffix(string(raw), "data: [DONE]\n\n"), "stream did not end with [DONE]")

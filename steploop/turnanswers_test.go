@@ -22,6 +22,41 @@ type badOutput struct{}
 
 func (badOutput) MarshalJSON() ([]byte, error) { panic("MarshalJSON bug") }
 
+// remindAAndB is a model that pauses two send-reminder calls in its first
+// step, then answers "ok".
+func remindAAndB() funcModel {
+	var steps atomic.Int32
+	return funcModel(func(ctx context.Context, onText func(string) error) (model.Step, error) {
+		if steps.Add(1) == 1 {
+			return model.Step{ToolCalls: []model.ToolCall{
+				{ID: "c1", Name: "send-reminder", Arguments: `{"to":"a"}`},
+				{ID: "c2", Name: "send-reminder", Arguments: `{"to":"b"}`},
+			}}, nil
+		}
+		return model.Step{Text: "ok"}, nil
+	})
+}
+
+// approveAll is the last stored message with every paused send-reminder
+// call approved, as the browser sends it, and the confirmation ids by
+// tool call id.
+func approveAll(t *testing.T, msgs []json.RawMessage) (map[string]any, map[string]string) {
+	t.Helper()
+	var last map[string]any
+	require.NoError(t, json.Unmarshal(msgs[len(msgs)-1], &last))
+	ids := map[string]string{}
+	for _, p := range last["parts"].([]any) {
+		pm := p.(map[string]any)
+		if pm["type"] == "tool-send-reminder" {
+			require.Equal(t, "approval-requested", pm["state"])
+			a := pm["approval"].(map[string]any)
+			ids[pm["toolCallId"].(string)] = a["id"].(string)
+			pm["state"], pm["approval"] = "approval-responded", map[string]any{"id": a["id"], "approved": true}
+		}
+	}
+	return last, ids
+}
+
 // Two bound calls paused in one step; the browser answers both in one
 // request; the first answer's handling panics. Both calls end in the
 // stream and the transcript alike (the first's effect unknown, the second
@@ -41,33 +76,13 @@ func TestChatPanicWhileAnsweringSeveralConfirmationsKeepsCopiesEqual(t *testing.
 	})
 	ctl, err := confirm.NewController(confirm.Config{Registry: confirm.NewMemory(), Mode: confirm.ModeWait})
 	require.NoError(t, err)
-	steps := 0
-	b := setupWithConfig(t, steploop.Config{Tools: reg, Confirm: ctl,
-		Model: funcModel(func(ctx context.Context, onText func(string) error) (model.Step, error) {
-			steps++
-			if steps == 1 {
-				return model.Step{ToolCalls: []model.ToolCall{
-					{ID: "c1", Name: "send-reminder", Arguments: `{"to":"a"}`},
-					{ID: "c2", Name: "send-reminder", Arguments: `{"to":"b"}`},
-				}}, nil
-			}
-			return model.Step{Text: "ok"}, nil
-		})})
+	b := setupWithConfig(t, steploop.Config{Tools: reg, Confirm: ctl, Model: remindAAndB()})
 	res := b.chat(t, b.Token, body("conv-2appr", userMsg("u1", "remind a and b")))
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	_, msgs := b.conversation(t, b.Token, "conv-2appr")
 
 	// The browser answers both confirmations (ai@7 sends once all are answered).
-	var last map[string]any
-	require.NoError(t, json.Unmarshal(msgs[len(msgs)-1], &last))
-	for _, p := range last["parts"].([]any) {
-		pm := p.(map[string]any)
-		if pm["type"] == "tool-send-reminder" {
-			require.Equal(t, "approval-requested", pm["state"])
-			a := pm["approval"].(map[string]any)
-			pm["state"], pm["approval"] = "approval-responded", map[string]any{"id": a["id"], "approved": true}
-		}
-	}
+	last, _ := approveAll(t, msgs)
 	res = b.chat(t, b.Token, body("conv-2appr", anyList(msgs[:len(msgs)-1], last)...))
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	require.Equal(t, "error", res.Chunks[len(res.Chunks)-1]["type"], "the panic ends the turn")
@@ -123,32 +138,11 @@ func TestChatConfirmationIsNotSpentWhenTheCredentialNoLongerHolds(t *testing.T) 
 	reg2 := confirm.NewMemory()
 	ctl, err := confirm.NewController(confirm.Config{Registry: reg2, Mode: confirm.ModeWait})
 	require.NoError(t, err)
-	steps := 0
-	b = setupWithConfig(t, steploop.Config{Tools: reg, Confirm: ctl, CredentialMaxAge: time.Nanosecond,
-		Model: funcModel(func(ctx context.Context, onText func(string) error) (model.Step, error) {
-			steps++
-			if steps == 1 {
-				return model.Step{ToolCalls: []model.ToolCall{
-					{ID: "c1", Name: "send-reminder", Arguments: `{"to":"a"}`},
-					{ID: "c2", Name: "send-reminder", Arguments: `{"to":"b"}`},
-				}}, nil
-			}
-			return model.Step{Text: "ok"}, nil
-		})})
+	b = setupWithConfig(t, steploop.Config{Tools: reg, Confirm: ctl, CredentialMaxAge: time.Nanosecond, Model: remindAAndB()})
 	res := b.chat(t, b.Token, body("conv-recheck", userMsg("u1", "remind a and b")))
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	_, msgs := b.conversation(t, b.Token, "conv-recheck")
-	var last map[string]any
-	require.NoError(t, json.Unmarshal(msgs[len(msgs)-1], &last))
-	ids := map[string]string{}
-	for _, p := range last["parts"].([]any) {
-		pm := p.(map[string]any)
-		if pm["type"] == "tool-send-reminder" {
-			a := pm["approval"].(map[string]any)
-			ids[pm["toolCallId"].(string)] = a["id"].(string)
-			pm["state"], pm["approval"] = "approval-responded", map[string]any{"id": a["id"], "approved": true}
-		}
-	}
+	last, ids := approveAll(t, msgs)
 	res = b.chat(t, b.Token, body("conv-recheck", anyList(msgs[:len(msgs)-1], last)...))
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	require.Equal(t, "error", res.Chunks[len(res.Chunks)-1]["type"])
