@@ -183,7 +183,7 @@ func decodeOptional(c echo.Context, v any, field string) error {
 }
 
 func (h *Handler) decide(c echo.Context, decision string) error {
-	p, err := identity.MustPrincipal(c)
+	p, err := identity.RequestPrincipal(c)
 	if err != nil {
 		return err
 	}
@@ -216,7 +216,7 @@ func (h *Handler) Deny(c echo.Context) error { return h.decide(c, DecisionDeny) 
 
 // Cancel answers POST /v1/approvals/{id}/cancel (requester only).
 func (h *Handler) Cancel(c echo.Context) error {
-	p, err := identity.MustPrincipal(c)
+	p, err := identity.RequestPrincipal(c)
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ type HTTP struct {
 // Run prepares and invokes capability name with input for the request's
 // principal, arriving by via, honouring the request's If-Match header.
 func (h *HTTP) Run(c echo.Context, name string, input json.RawMessage, via Path) (any, error) {
-	p, err := identity.MustPrincipal(c)
+	p, err := identity.RequestPrincipal(c)
 	if err != nil {
 		return nil, err
 	}

@@ -230,7 +230,7 @@ func Middleware(db store.Executor) echo.MiddlewareFunc {
 				e := problem.BadRequest(CodeKeyInvalid, fmt.Sprintf("the Idempotency-Key header must be 1 to %d bytes of UTF-8 text without control characters or surrounding spaces", maxKeyLen))
 				return e
 			}
-			p, err := identity.MustPrincipal(c)
+			p, err := identity.RequestPrincipal(c)
 			if err != nil {
 				return err
 			}

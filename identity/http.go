@@ -46,9 +46,11 @@ func FromContext(ctx context.Context) (Principal, bool) {
 	return p, ok
 }
 
-// MustPrincipal returns the request's principal; routes behind Authenticate
-// always have one, so its absence is a wiring bug reported as a 401.
-func MustPrincipal(c echo.Context) (Principal, error) {
+// RequestPrincipal returns the request's principal. Routes behind
+// Authenticate always have one, so its absence is a wiring bug; it is
+// reported as a 401 rather than a panic so that one miswired route cannot
+// take the process down.
+func RequestPrincipal(c echo.Context) (Principal, error) {
 	p, ok := FromContext(c.Request().Context())
 	if !ok {
 		return Principal{}, problem.Unauthenticated("authentication is required")
@@ -130,7 +132,7 @@ func Authenticate(db store.Executor, sessions SessionLookup) echo.MiddlewareFunc
 func RequireRole(roles ...Role) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			p, err := MustPrincipal(c)
+			p, err := RequestPrincipal(c)
 			if err != nil {
 				return err
 			}
@@ -151,7 +153,7 @@ type Handler struct {
 
 // Me answers GET /v1/me with the principal and their user record.
 func (h *Handler) Me(c echo.Context) error {
-	p, err := MustPrincipal(c)
+	p, err := RequestPrincipal(c)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ const ModelSettingsHint = "no model is configured: set INVOICED_MODEL_PROVIDER=o
 // the stored transcript, then streams the loop's steps as a UI message
 // stream v1. Refusals come before the stream starts, as problems.
 func (s *Service) Chat(c echo.Context) error {
-	p, err := identity.MustPrincipal(c)
+	p, err := identity.RequestPrincipal(c)
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ type ConversationView struct {
 // ConversationGet answers GET /v1/conversations/{id}; another principal's
 // conversation is 404.
 func (s *Service) ConversationGet(c echo.Context) error {
-	p, err := identity.MustPrincipal(c)
+	p, err := identity.RequestPrincipal(c)
 	if err != nil {
 		return err
 	}

@@ -205,3 +205,19 @@ func retryable(err error) bool {
 	}
 	return false
 }
+
+// WithTxResult is WithTx for a function that produces a value: the value of
+// the attempt that committed, or the zero value and the error.
+func WithTxResult[T any](ctx context.Context, db Executor, fn func(ctx context.Context, tx pgx.Tx) (T, error)) (T, error) {
+	var out T
+	err := WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		out, err = fn(ctx, tx)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
+}

@@ -47,6 +47,33 @@ func TestWithTxCommitsAndRollsBack(t *testing.T) {
 	require.Equal(t, int32(0), pool.Stat().AcquiredConns(), "no connection leaked by panic or error")
 }
 
+func TestWithTxResultReturnsTheCommittedValueOrNone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := storetest.Pool(t)
+	_, err := pool.Exec(ctx, "CREATE TABLE r (v int)")
+	require.NoError(t, err)
+
+	v, err := store.WithTxResult(ctx, pool, func(ctx context.Context, tx pgx.Tx) (int, error) {
+		var v int
+		return v, tx.QueryRow(ctx, "INSERT INTO r VALUES (7) RETURNING v").Scan(&v)
+	})
+	require.NoError(t, err)
+	require.Equal(t, 7, v)
+
+	boom := errors.New("boom")
+	v, err = store.WithTxResult(ctx, pool, func(ctx context.Context, tx pgx.Tx) (int, error) {
+		_, err := tx.Exec(ctx, "INSERT INTO r VALUES (8)")
+		require.NoError(t, err)
+		return 8, boom
+	})
+	require.ErrorIs(t, err, boom)
+	require.Zero(t, v, "a rolled-back attempt's value is not returned")
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM r").Scan(&n))
+	require.Equal(t, 1, n)
+}
+
 func TestWithTxRetriesSerializationFailures(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
