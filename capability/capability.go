@@ -34,19 +34,6 @@ type Descriptor struct {
 	Risk        Risk            `json:"risk"`
 }
 
-// Path says how a call arrived (DESIGN.md §2); it is recorded on approval
-// requests and audit events as requested_via.
-type Path string
-
-// The paths. An agent path is "agent:<conversation id>"; see AgentPath.
-const (
-	PathREST    Path = "rest"
-	PathBinding Path = "binding"
-)
-
-// AgentPath is the path of a model's tool call in a conversation.
-func AgentPath(conversationID string) Path { return Path("agent:" + conversationID) }
-
 // Call is one invocation of a capability after validation.
 type Call struct {
 	// Name is the capability's name.
