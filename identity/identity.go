@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -67,11 +68,16 @@ func (u *User) Principal() Principal {
 	return Principal{UserID: u.ID, Username: u.Username, Role: u.Role}
 }
 
-const userColumns = `id, username, display_name, role, disabled, version, created_at, updated_at`
+// UserColumns are the columns ScanUser maps, of the users table aliased
+// u, for queries that join a user to the row they select.
+const UserColumns = `u.id, u.username, u.display_name, u.role, u.disabled, u.version, u.created_at, u.updated_at`
 
-func scanUser(row pgx.Row) (*User, error) {
+// ScanUser maps a row that starts with UserColumns; more receives the
+// columns that follow them.
+func ScanUser(row pgx.Row, more ...any) (*User, error) {
 	var u User
-	if err := row.Scan(&u.ID, &u.Username, &u.DisplayName, &u.Role, &u.Disabled, &u.Version, &u.CreatedAt, &u.UpdatedAt); err != nil {
+	dest := append([]any{&u.ID, &u.Username, &u.DisplayName, &u.Role, &u.Disabled, &u.Version, &u.CreatedAt, &u.UpdatedAt}, more...)
+	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
 	u.CreatedAt, u.UpdatedAt = u.CreatedAt.UTC(), u.UpdatedAt.UTC()
@@ -94,10 +100,10 @@ func UserCreate(ctx context.Context, db store.Executor, p UserCreateParams) (*Us
 	if _, err := ParseRole(string(p.Role)); err != nil {
 		return nil, err
 	}
-	u, err := scanUser(db.QueryRow(ctx, `
-		INSERT INTO users (id, username, display_name, role)
+	u, err := ScanUser(db.QueryRow(ctx, `
+		INSERT INTO users AS u (id, username, display_name, role)
 		VALUES ($1, $2, $3, $4)
-		RETURNING `+userColumns, uuid.Must(uuid.NewV7()), username, p.DisplayName, p.Role))
+		RETURNING `+UserColumns, uuid.Must(uuid.NewV7()), username, p.DisplayName, p.Role))
 	if store.IsUniqueViolation(err, "users_username_key") {
 		return nil, problem.Conflict(problem.CodeConflict, fmt.Sprintf("username %q is taken", username))
 	}
@@ -109,13 +115,13 @@ func UserCreate(ctx context.Context, db store.Executor, p UserCreateParams) (*Us
 
 // UserGetByUsername returns a user by name, 404 when there is none.
 func UserGetByUsername(ctx context.Context, db store.Executor, username string) (*User, error) {
-	u, err := scanUser(db.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE username = $1`, username))
+	u, err := ScanUser(db.QueryRow(ctx, `SELECT `+UserColumns+` FROM users u WHERE u.username = $1`, username))
 	return u, store.MapError(err, "user")
 }
 
 // UserGetByID returns a user by id, 404 when there is none.
 func UserGetByID(ctx context.Context, db store.Executor, id uuid.UUID) (*User, error) {
-	u, err := scanUser(db.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, id))
+	u, err := ScanUser(db.QueryRow(ctx, `SELECT `+UserColumns+` FROM users u WHERE u.id = $1`, id))
 	return u, store.MapError(err, "user")
 }
 
@@ -125,6 +131,14 @@ func UserCount(ctx context.Context, db store.Executor) (int, error) {
 	var n int
 	err := db.QueryRow(ctx, `SELECT count(*) FROM users`).Scan(&n)
 	return n, store.MapError(err, "users")
+}
+
+// UserCountDeciders returns how many enabled users other than except may
+// decide approvals (Role.CanDecide).
+func UserCountDeciders(ctx context.Context, db store.Executor, except uuid.UUID) (int, error) {
+	var n int
+	err := db.QueryRow(ctx, `SELECT count(*) FROM users WHERE role IN ('approver', 'admin') AND NOT disabled AND id <> $1`, except).Scan(&n)
+	return n, store.MapError(err, "approvers")
 }
 
 // UserSetDisabled disables or re-enables a user; a disabled user's tokens
@@ -186,20 +200,17 @@ func TokenAuthenticate(ctx context.Context, db store.Executor, token string) (*U
 	}
 	sum := sha256.Sum256([]byte(token))
 	var (
-		u        User
 		tokenID  uuid.UUID
 		lastUsed *time.Time
 	)
-	err := db.QueryRow(ctx, `
-		SELECT u.id, u.username, u.display_name, u.role, u.disabled, u.version, u.created_at, u.updated_at,
-		       t.id, t.last_used_at
+	u, err := ScanUser(db.QueryRow(ctx, `
+		SELECT `+UserColumns+`, t.id, t.last_used_at
 		FROM api_tokens t JOIN users u ON u.id = t.user_id
-		WHERE t.token_sha256 = $1 AND t.revoked_at IS NULL AND NOT u.disabled`, sum[:]).
-		Scan(&u.ID, &u.Username, &u.DisplayName, &u.Role, &u.Disabled, &u.Version, &u.CreatedAt, &u.UpdatedAt, &tokenID, &lastUsed)
+		WHERE t.token_sha256 = $1 AND t.revoked_at IS NULL AND NOT u.disabled`, sum[:]), &tokenID, &lastUsed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, problem.Unauthenticated("the bearer token is not valid")
+	}
 	if err != nil {
-		if pe, ok := problem.As(store.MapError(err, "token")); ok && pe.Code == problem.CodeNotFound {
-			return nil, problem.Unauthenticated("the bearer token is not valid")
-		}
 		return nil, store.MapError(err, "token")
 	}
 	if lastUsed == nil || time.Since(*lastUsed) > lastUsedGranularity {
@@ -207,6 +218,5 @@ func TokenAuthenticate(ctx context.Context, db store.Executor, token string) (*U
 			return nil, store.MapError(err, "token")
 		}
 	}
-	u.CreatedAt, u.UpdatedAt = u.CreatedAt.UTC(), u.UpdatedAt.UTC()
-	return &u, nil
+	return u, nil
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/labstack/echo/v4"
 )
@@ -104,7 +105,7 @@ func (h *Handler) signIn(ctx context.Context, remoteIP, username, password strin
 			return "", err
 		}
 	}
-	u, err := credentialsCheck(ctx, h.db, username, password)
+	u, err := identity.CredentialsCheck(ctx, h.db, username, password)
 	if err != nil {
 		return "", err
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5"
 )
 
 // Session is a signed-in browser: the user and the CSRF token its forms
@@ -66,35 +68,26 @@ func SessionCreate(ctx context.Context, db store.Executor, userID uuid.UUID, abs
 // idle too long, past its absolute expiry, or its user disabled.
 var errNoSession = problem.Unauthenticated("sign in to continue")
 
-// SessionGet returns the live session with id, refreshing its idle clock;
-// any session that is not live is a 401.
-func SessionGet(ctx context.Context, db store.Executor, id string, idle time.Duration) (*Session, error) {
-	return sessionGet(ctx, db, id, idle, true)
-}
-
-// sessionGet is SessionGet; touch false leaves last_seen_at as it is.
+// sessionGet returns the live session with id; any session that is not
+// live is a 401. touch refreshes its idle clock.
 func sessionGet(ctx context.Context, db store.Executor, id string, idle time.Duration, touch bool) (*Session, error) {
 	if id == "" || len(id) > 128 {
 		return nil, errNoSession
 	}
 	var (
 		s        Session
-		u        identity.User
 		lastSeen time.Time
 	)
-	err := db.QueryRow(ctx, `
-		SELECT u.id, u.username, u.display_name, u.role, u.disabled, u.version, u.created_at, u.updated_at,
-		       s.csrf_token, s.created_at, s.expires_at, s.last_seen_at
+	u, err := identity.ScanUser(db.QueryRow(ctx, `
+		SELECT `+identity.UserColumns+`, s.csrf_token, s.created_at, s.expires_at, s.last_seen_at
 		FROM web_sessions s JOIN users u ON u.id = s.user_id
 		WHERE s.id_sha256 = $1 AND NOT u.disabled
 		  AND s.expires_at > now() AND s.last_seen_at > now() - make_interval(secs => $2)`,
-		sessionHash(id), idle.Seconds()).
-		Scan(&u.ID, &u.Username, &u.DisplayName, &u.Role, &u.Disabled, &u.Version, &u.CreatedAt, &u.UpdatedAt,
-			&s.CSRFToken, &s.CreatedAt, &s.ExpiresAt, &lastSeen)
+		sessionHash(id), idle.Seconds()), &s.CSRFToken, &s.CreatedAt, &s.ExpiresAt, &lastSeen)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errNoSession
+	}
 	if err != nil {
-		if pe, ok := problem.As(store.MapError(err, "session")); ok && pe.Code == problem.CodeNotFound {
-			return nil, errNoSession
-		}
 		return nil, store.MapError(err, "session")
 	}
 	if touch && time.Since(lastSeen) > sessionTouchGranularity {
@@ -102,8 +95,7 @@ func sessionGet(ctx context.Context, db store.Executor, id string, idle time.Dur
 			return nil, store.MapError(err, "session")
 		}
 	}
-	u.CreatedAt, u.UpdatedAt = u.CreatedAt.UTC(), u.UpdatedAt.UTC()
-	s.User = &u
+	s.User = u
 	return &s, nil
 }
 

@@ -34,7 +34,7 @@ func setup(t *testing.T) *bundle {
 func (b *bundle) user(t *testing.T, name string, role identity.Role) *identity.User {
 	t.Helper()
 	u, _ := b.h.User(t, name, role)
-	require.NoError(t, web.PasswordSet(context.Background(), b.h.Pool, name, testPassword))
+	require.NoError(t, identity.PasswordSet(context.Background(), b.h.Pool, name, testPassword))
 	return u
 }
 
@@ -391,13 +391,13 @@ func TestPasswordSet(t *testing.T) {
 	br := b.browser(t)
 	require.Equal(t, http.StatusSeeOther, br.signIn("ann", testPassword).status)
 
-	require.Error(t, web.PasswordSet(ctx, b.h.Pool, "ann", "short"))
-	err := web.PasswordSet(ctx, b.h.Pool, "nobody", testPassword+"!")
+	require.Error(t, identity.PasswordSet(ctx, b.h.Pool, "ann", "short"))
+	err := identity.PasswordSet(ctx, b.h.Pool, "nobody", testPassword+"!")
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "NOT_FOUND")
 
 	// A new password ends existing sessions and replaces the old one.
-	require.NoError(t, web.PasswordSet(ctx, b.h.Pool, "ann", "a brand new passphrase"))
+	require.NoError(t, identity.PasswordSet(ctx, b.h.Pool, "ann", "a brand new passphrase"))
 	require.Equal(t, http.StatusSeeOther, br.do(http.MethodGet, "/inbox", nil).status)
 	require.Equal(t, http.StatusUnauthorized, b.browser(t).signIn("ann", testPassword).status)
 	require.Equal(t, http.StatusSeeOther, b.browser(t).signIn("ann", "a brand new passphrase").status)
@@ -405,25 +405,6 @@ func TestPasswordSet(t *testing.T) {
 	var hash string
 	require.NoError(t, b.h.Pool.QueryRow(ctx, `SELECT password_hash FROM users WHERE username = 'ann'`).Scan(&hash))
 	require.True(t, strings.HasPrefix(hash, "$argon2id$v=19$m=19456,t=2,p=1$"), hash)
-}
-
-func TestPasswordHashVerify(t *testing.T) {
-	t.Parallel()
-	h1, err := web.PasswordHash("same password")
-	require.NoError(t, err)
-	h2, err := web.PasswordHash("same password")
-	require.NoError(t, err)
-	require.NotEqual(t, h1, h2, "salted")
-	ok, err := web.PasswordVerify(h1, "same password")
-	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = web.PasswordVerify(h1, "same passwore")
-	require.NoError(t, err)
-	require.False(t, ok)
-	for _, bad := range []string{"", "$2a$10$bcrypt", "$argon2id$v=19$m=0,t=1,p=1$AAAA$AAAA", "$argon2id$v=19$m=1,t=1,p=1$!!$AAAA"} {
-		_, err := web.PasswordVerify(bad, "x")
-		require.Error(t, err, bad)
-	}
 }
 
 func TestStaticAssetsAndNoInlineScript(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/store"
-	"github.com/invoiced/invoiced/web"
 	"golang.org/x/term"
 )
 
@@ -22,7 +22,7 @@ func cmdUsersPasswd(ctx context.Context, e env, args []string, stdin io.Reader, 
 	fs := flagSet("users passwd NAME",
 		fmt.Sprintf("Set the password NAME signs in to the web inbox with (at least %d characters).\n"+
 			"On a terminal it is asked for twice, without echo; otherwise the first line of\n"+
-			"standard input is the password. Setting it ends the user's open web sessions.", web.PasswordMinLength), stderr)
+			"standard input is the password. Setting it ends the user's open web sessions.", identity.PasswordMinLength), stderr)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func cmdUsersPasswd(ctx context.Context, e env, args []string, stdin io.Reader, 
 	if err != nil {
 		return err
 	}
-	if err := web.PasswordValidate(password); err != nil {
+	if err := identity.PasswordValidate(password); err != nil {
 		return err
 	}
 	pool, err := store.Open(ctx, store.PoolConfig{URL: e.get("DATABASE_URL", ""), MaxConns: 2})
@@ -43,7 +43,7 @@ func cmdUsersPasswd(ctx context.Context, e env, args []string, stdin io.Reader, 
 		return err
 	}
 	defer pool.Close()
-	if err := web.PasswordSet(ctx, pool, username, password); err != nil {
+	if err := identity.PasswordSet(ctx, pool, username, password); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "password set for %s; their open web sessions have ended\n", username)

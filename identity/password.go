@@ -1,4 +1,4 @@
-package web
+package identity
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
@@ -130,20 +129,18 @@ func PasswordSet(ctx context.Context, db store.Executor, username, password stri
 	})
 }
 
-// credentialsCheck returns the enabled user whose password matches, or a
+// CredentialsCheck returns the enabled user whose password matches, or a
 // 401 that says the same whatever was wrong.
-func credentialsCheck(ctx context.Context, db store.Executor, username, password string) (*identity.User, error) {
+func CredentialsCheck(ctx context.Context, db store.Executor, username, password string) (*User, error) {
 	wrong := problem.Unauthenticated("the username or password is wrong")
-	var (
-		hash *string
-		id   string
-	)
-	err := db.QueryRow(ctx, `SELECT id::text, password_hash FROM users WHERE username = $1 AND NOT disabled`, username).Scan(&id, &hash)
+	var hash *string
+	u, err := ScanUser(db.QueryRow(ctx, `SELECT `+UserColumns+`, u.password_hash FROM users u WHERE u.username = $1 AND NOT u.disabled`,
+		username), &hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		_, _ = PasswordVerify(dummyHash(), password)
+		return nil, wrong
+	}
 	if err != nil {
-		if pe, ok := problem.As(store.MapError(err, "user")); ok && pe.Code == problem.CodeNotFound {
-			_, _ = PasswordVerify(dummyHash(), password)
-			return nil, wrong
-		}
 		return nil, store.MapError(err, "user")
 	}
 	if hash == nil || len(password) > passwordMaxBytes {
@@ -157,5 +154,5 @@ func credentialsCheck(ctx context.Context, db store.Executor, username, password
 	if !ok {
 		return nil, wrong
 	}
-	return identity.UserGetByUsername(ctx, db, username)
+	return u, nil
 }
