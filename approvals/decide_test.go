@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/approvals"
+	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/stretchr/testify/require"
@@ -35,7 +36,7 @@ func TestConcurrentDecisionsMeetQuorumOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, err := b.svc.Decide(b.ctx, p, "rest", id, approvals.DecisionApprove, "")
+			_, err := b.svc.Decide(b.ctx, p, capability.PathREST, id, 0, approvals.DecisionApprove, "")
 			errs <- err
 		}()
 	}
@@ -76,11 +77,11 @@ func TestConcurrentApproveAndDeny(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			_, approveErr = b.svc.Decide(b.ctx, b.appr1, "rest", id, approvals.DecisionApprove, "")
+			_, approveErr = b.svc.Decide(b.ctx, b.appr1, capability.PathREST, id, 0, approvals.DecisionApprove, "")
 		}()
 		go func() {
 			defer wg.Done()
-			_, denyErr = b.svc.Decide(b.ctx, b.appr2, "rest", id, approvals.DecisionDeny, "no")
+			_, denyErr = b.svc.Decide(b.ctx, b.appr2, capability.PathREST, id, 0, approvals.DecisionDeny, "no")
 		}()
 		wg.Wait()
 		require.True(t, (approveErr == nil) != (denyErr == nil), "exactly one decision wins: %v / %v", approveErr, denyErr)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/audit"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
@@ -56,7 +57,7 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 		return capability.Grant{}, problem.Internal(err)
 	}
 	now := g.policy.now()
-	a, found, err := approvalLatestForUpdate(ctx, tx, call.Name, target.Type, target.ID, call.InputHash)
+	a, found, err := approvalLatestLockTx(ctx, tx, call.Name, target.Type, target.ID, call.InputHash)
 	if err != nil {
 		return capability.Grant{}, err
 	}
@@ -72,7 +73,7 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 	switch a.Status {
 	case StatusPending, StatusApproved:
 		if !now.Before(a.ExpiresAt) {
-			if err := approvalExpireTx(ctx, tx, a, now, true, eventActor{via: string(call.Via), id: call.Principal.UserID.String(), name: call.Principal.Username}); err != nil {
+			if err := expireTx(ctx, tx, a, now, true, callActor(call)); err != nil {
 				return capability.Grant{}, err
 			}
 			return capability.Grant{}, store.CommitAnd(expiredProblem(a))
@@ -97,8 +98,8 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 		return capability.Grant{}, deniedProblem(a)
 	case StatusExpired:
 		if !a.expiryReported {
-			if _, err := tx.Exec(ctx, `UPDATE approval_requests SET expiry_reported_at = $2 WHERE id = $1`, a.ID, now); err != nil {
-				return capability.Grant{}, store.MapError(err, "approval")
+			if err := approvalExpiryReportedTx(ctx, tx, a.ID, now); err != nil {
+				return capability.Grant{}, err
 			}
 			return capability.Grant{}, store.CommitAnd(expiredProblem(a))
 		}
@@ -142,30 +143,10 @@ func checkCall(call capability.Call, target capability.Target) error {
 	return nil
 }
 
-// approvalLatestForUpdate returns the newest request of a binding, locked,
-// and whether there is one. Newest is by target version first, then the
-// open request (at most one per version) before closed ones, and only then
-// by creation time: created_at comes from the clock of whichever replica
-// wrote the row, and a replica running fast (or one whose clock stepped
-// back) must not keep a superseded request on top, where the gate would
-// never see the approved one behind it.
-func approvalLatestForUpdate(ctx context.Context, tx pgx.Tx, capName, targetType, targetID, inputHash string) (*Approval, bool, error) {
-	a, err := scanApproval(tx.QueryRow(ctx, `SELECT `+approvalColumns+approvalFrom+`
-		WHERE r.capability = $1 AND r.target_type = $2 AND r.target_id = $3 AND r.input_hash = $4
-		ORDER BY r.target_version DESC, r.status IN ('pending', 'approved') DESC, r.created_at DESC, r.id DESC
-		LIMIT 1 FOR UPDATE OF r`, capName, targetType, targetID, inputHash))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, store.MapError(err, "approval")
-	}
-	return a, true, nil
-}
-
 // eventActor is who caused an audit event and by which path.
 type eventActor struct {
-	id, name, via string
+	id, name string
+	via      capability.Path
 }
 
 func (e eventActor) event(typ string, a *Approval, data map[string]any) audit.Event {
@@ -177,14 +158,14 @@ func (e eventActor) event(typ string, a *Approval, data map[string]any) audit.Ev
 	data["target_id"] = a.Target.ID
 	data["target_version"] = a.Target.Version
 	data["status"] = string(a.Status)
-	return audit.Event{Type: typ, ActorID: e.id, Actor: e.name, Via: e.via, SubjectType: "approval", SubjectID: a.ID.String(), Data: data}
+	return audit.Event{Type: typ, ActorID: e.id, Actor: e.name, Via: string(e.via), SubjectType: "approval", SubjectID: a.ID.String(), Data: data}
 }
 
 // systemActor is the sweep's identity in the audit chain.
-var systemActor = eventActor{name: "system", via: "system"}
+var systemActor = eventActor{name: "system", via: capability.PathSystem}
 
 func callActor(call capability.Call) eventActor {
-	return eventActor{id: call.Principal.UserID.String(), name: call.Principal.Username, via: string(call.Via)}
+	return eventActor{id: call.Principal.UserID.String(), name: call.Principal.Username, via: call.Via}
 }
 
 // requestReason takes an optional "reason" member of the effective input,
@@ -205,10 +186,9 @@ func requestReason(input json.RawMessage) string {
 // approver could ever decide it.
 func (g *Gate) request(ctx context.Context, tx pgx.Tx, call capability.Call, target capability.Target, now time.Time) error {
 	required := g.policy.Required(call.Name, target.Amount, target.Currency)
-	var eligible int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM users WHERE role IN ('approver', 'admin') AND NOT disabled AND id <> $1`,
-		call.Principal.UserID).Scan(&eligible); err != nil {
-		return store.MapError(err, "approvers")
+	eligible, err := identity.UserCountDeciders(ctx, tx, call.Principal.UserID)
+	if err != nil {
+		return err
 	}
 	if eligible < required {
 		e := problem.New(http.StatusForbidden, CodeNoEligibleApprover, fmt.Sprintf(
@@ -222,16 +202,13 @@ func (g *Gate) request(ctx context.Context, tx pgx.Tx, call capability.Call, tar
 		snapshot = json.RawMessage(`{}`)
 	}
 	id := uuid.Must(uuid.NewV7())
-	_, err := tx.Exec(ctx, `
-		INSERT INTO approval_requests (id, capability, input_hash, input, target_type, target_id, target_version,
-			amount, currency, snapshot, status, requested_by, requested_via, reason, required_approvals,
-			created_at, updated_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $15, $16)`,
-		id, call.Name, call.InputHash, string(call.Input), target.Type, target.ID, target.Version,
-		target.Amount, target.Currency, string(snapshot), call.Principal.UserID, string(call.Via), requestReason(call.Input), required,
-		now, now.Add(g.policy.PendingTTL))
-	if err != nil {
-		return store.MapError(err, "approval")
+	if err := approvalInsertTx(ctx, tx, &Approval{
+		ID: id, Capability: call.Name, Input: call.Input, InputHash: call.InputHash,
+		Target: Target{Type: target.Type, ID: target.ID, Version: target.Version}, Amount: target.Amount, Currency: target.Currency,
+		Snapshot: snapshot, RequestedBy: UserRef{ID: call.Principal.UserID}, RequestedVia: call.Via, Reason: requestReason(call.Input),
+		RequiredApprovals: required, CreatedAt: now, ExpiresAt: now.Add(g.policy.PendingTTL),
+	}); err != nil {
+		return err
 	}
 	a, err := approvalGet(ctx, tx, id, "")
 	if err != nil {
@@ -242,7 +219,7 @@ func (g *Gate) request(ctx context.Context, tx pgx.Tx, call capability.Call, tar
 	})); err != nil {
 		return err
 	}
-	if err := notifyTx(ctx, tx, a); err != nil {
+	if err := approvalNotifyTx(ctx, tx, a); err != nil {
 		return err
 	}
 	return store.CommitAnd(requiredProblem(a))
@@ -250,7 +227,7 @@ func (g *Gate) request(ctx context.Context, tx pgx.Tx, call capability.Call, tar
 
 // supersede closes an open request whose target moved on.
 func (g *Gate) supersede(ctx context.Context, tx pgx.Tx, call capability.Call, a *Approval, target capability.Target, now time.Time) error {
-	if err := approvalSetStatus(ctx, tx, a, StatusSuperseded, now); err != nil {
+	if err := approvalSetStatusTx(ctx, tx, a, StatusSuperseded, now); err != nil {
 		return err
 	}
 	if _, err := audit.AppendTx(ctx, tx, callActor(call).event("approval.superseded", a, map[string]any{
@@ -258,7 +235,7 @@ func (g *Gate) supersede(ctx context.Context, tx pgx.Tx, call capability.Call, a
 	})); err != nil {
 		return err
 	}
-	if err := notifyTx(ctx, tx, a); err != nil {
+	if err := approvalNotifyTx(ctx, tx, a); err != nil {
 		return err
 	}
 	return store.CommitAnd(refusal(http.StatusConflict, CodeApprovalStale, fmt.Sprintf(
@@ -266,36 +243,13 @@ func (g *Gate) supersede(ctx context.Context, tx pgx.Tx, call capability.Call, a
 		a.ID, a.Target.Version, a.Target.Type, a.Target.ID, target.Version), a))
 }
 
-// consume spends an approved request on this invocation. The consuming
-// UPDATE and the announcement go in one round trip, and the audit append
+// consume spends an approved request on this invocation. The audit append
 // (which takes the chain's global lock until commit) comes last, so the
 // serialised part of an issue is as short as it can be.
 func (g *Gate) consume(ctx context.Context, tx pgx.Tx, call capability.Call, a *Approval, now time.Time) (capability.Grant, error) {
 	inv := uuid.Must(uuid.NewV7())
-	a.Status, a.ConsumedAt, a.ConsumedBy, a.Version = StatusConsumed, &now, &inv, a.Version+1
-	payload, err := json.Marshal(Change{ID: a.ID, Status: a.Status, Version: a.Version})
-	if err != nil {
-		return capability.Grant{}, fmt.Errorf("notify payload: %w", err)
-	}
-	b := &pgx.Batch{}
-	b.Queue(`UPDATE approval_requests SET status = 'consumed', consumed_at = $2, consumed_by = $3, updated_at = $2, version = version + 1
-		WHERE id = $1 AND status = 'approved'`, a.ID, now, inv)
-	b.Queue(`SELECT pg_notify($1, $2)`, Channel, string(payload))
-	br := tx.SendBatch(ctx, b)
-	tag, err := br.Exec()
-	if err == nil {
-		_, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return capability.Grant{}, store.MapError(err, "approval")
-	}
-	if tag.RowsAffected() != 1 {
-		// The row is locked by this transaction, so this cannot happen
-		// unless the lock was lost: refuse rather than grant twice.
-		return capability.Grant{}, problem.Internal(fmt.Errorf("approval %s: consume matched %d rows", a.ID, tag.RowsAffected()))
+	if err := approvalConsumeTx(ctx, tx, a, inv, now); err != nil {
+		return capability.Grant{}, err
 	}
 	if _, err := audit.AppendTx(ctx, tx, callActor(call).event("approval.consumed", a, map[string]any{
 		"invocation_id": inv.String(), "input_hash": a.InputHash,
@@ -305,36 +259,19 @@ func (g *Gate) consume(ctx context.Context, tx pgx.Tx, call capability.Call, a *
 	return capability.Grant{ApprovalID: a.ID.String(), InvocationID: inv.String()}, nil
 }
 
-// approvalSetStatus moves a locked request to status.
-func approvalSetStatus(ctx context.Context, tx pgx.Tx, a *Approval, to Status, now time.Time) error {
-	_, err := tx.Exec(ctx, `UPDATE approval_requests SET status = $2, updated_at = $3, version = version + 1 WHERE id = $1`, a.ID, string(to), now)
-	if err != nil {
-		return store.MapError(err, "approval")
-	}
-	a.Status, a.UpdatedAt, a.Version = to, now, a.Version+1
-	return nil
-}
-
-// approvalExpireTx marks a locked open request expired and audits it;
+// expireTx marks a locked open request expired, audits and announces it;
 // reported says the caller is answering APPROVAL_EXPIRED right now.
-func approvalExpireTx(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time, reported bool, by eventActor) error {
-	var reportedAt any
-	if reported {
-		reportedAt = now
-	}
-	_, err := tx.Exec(ctx, `UPDATE approval_requests SET status = 'expired', updated_at = $2, expiry_reported_at = $3, version = version + 1
-		WHERE id = $1`, a.ID, now, reportedAt)
-	if err != nil {
-		return store.MapError(err, "approval")
-	}
+func expireTx(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time, reported bool, by eventActor) error {
 	prev := a.Status
-	a.Status, a.UpdatedAt, a.Version = StatusExpired, now, a.Version+1
+	if err := approvalExpireTx(ctx, tx, a, now, reported); err != nil {
+		return err
+	}
 	if _, err := audit.AppendTx(ctx, tx, by.event("approval.expired", a, map[string]any{
 		"from": string(prev), "expires_at": a.ExpiresAt.Format(time.RFC3339Nano),
 	})); err != nil {
 		return err
 	}
-	return notifyTx(ctx, tx, a)
+	return approvalNotifyTx(ctx, tx, a)
 }
 
 func expiredProblem(a *Approval) *problem.Error {

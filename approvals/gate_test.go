@@ -17,7 +17,7 @@ import (
 
 func (b *bundle) decide(t *testing.T, p identity.Principal, id, decision, reason string) (*approvals.Approval, error) {
 	t.Helper()
-	return b.svc.Decide(b.ctx, p, "rest", uuid.MustParse(id), decision, reason)
+	return b.svc.Decide(b.ctx, p, capability.PathREST, uuid.MustParse(id), 0, decision, reason)
 }
 
 func (b *bundle) approve(t *testing.T, p identity.Principal, id string) *approvals.Approval {
@@ -46,7 +46,7 @@ func TestGateRequestsOnceThenReusesPending(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, approvals.StatusPending, a.Status)
 	require.Equal(t, "clerk", a.RequestedBy.Username)
-	require.Equal(t, "rest", a.RequestedVia)
+	require.Equal(t, capability.PathREST, a.RequestedVia)
 	require.Equal(t, approvals.Target{Type: "invoice", ID: "inv-1", Version: 1}, a.Target)
 	require.JSONEq(t, `{"id":"inv-1","version":1,"amount":500}`, string(a.Snapshot))
 	require.JSONEq(t, `{"id":"inv-1"}`, string(a.Input))
@@ -282,7 +282,7 @@ func TestGateExpiry(t *testing.T) {
 	a, err := b.svc.Get(b.ctx, uuid.MustParse(pendingID))
 	require.NoError(t, err)
 	require.Equal(t, approvals.StatusExpired, a.Status)
-	_, err = b.svc.Decide(b.ctx, b.appr1, "rest", a.ID, approvals.DecisionApprove, "")
+	_, err = b.svc.Decide(b.ctx, b.appr1, capability.PathREST, a.ID, 0, approvals.DecisionApprove, "")
 	require.True(t, problem.HasCode(err, approvals.CodeNotPending), "%v", err)
 	_, err = b.invoke(b.ctx, c1, "inv-1")
 	require.Equal(t, pendingID, refused(t, err, http.StatusForbidden, approvals.CodeApprovalExpired))
@@ -433,14 +433,14 @@ func TestCancelByRequesterOnly(t *testing.T) {
 	c := call(t, "issue-invoice", b.clerk, "inv-1")
 	id := uuid.MustParse(b.required(t, c, "inv-1"))
 
-	_, err := b.svc.Cancel(b.ctx, b.admin, "rest", id)
+	_, err := b.svc.Cancel(b.ctx, b.admin, capability.PathREST, id, 0)
 	require.True(t, problem.HasCode(err, problem.CodeForbidden), "%v", err)
-	a, err := b.svc.Cancel(b.ctx, b.clerk, "rest", id)
+	a, err := b.svc.Cancel(b.ctx, b.clerk, capability.PathREST, id, 0)
 	require.NoError(t, err)
 	require.Equal(t, approvals.StatusCancelled, a.Status)
-	_, err = b.svc.Cancel(b.ctx, b.clerk, "rest", id)
+	_, err = b.svc.Cancel(b.ctx, b.clerk, capability.PathREST, id, 0)
 	require.True(t, problem.HasCode(err, approvals.CodeNotPending), "%v", err)
-	_, err = b.svc.Decide(b.ctx, b.appr1, "rest", id, approvals.DecisionApprove, "")
+	_, err = b.svc.Decide(b.ctx, b.appr1, capability.PathREST, id, 0, approvals.DecisionApprove, "")
 	require.True(t, problem.HasCode(err, approvals.CodeNotPending), "%v", err)
 
 	require.NotEqual(t, id.String(), b.required(t, c, "inv-1"))

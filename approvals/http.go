@@ -182,7 +182,13 @@ func decodeOptional(c echo.Context, v any, field string) error {
 	return server.DecodeJSONReader(bytes.NewReader(body), v)
 }
 
-func (h *Handler) decide(c echo.Context, decision string) error {
+// act answers approve, deny and cancel: it decodes the optional body into
+// body (field names its string member in a refusal of bytes that are not
+// UTF-8), runs do for the principal on request {id} at the If-Match
+// version, and answers the request with its ETag.
+func (h *Handler) act(c echo.Context, body any, field string,
+	do func(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch int64) (*Approval, error),
+) error {
 	p, err := identity.RequestPrincipal(c)
 	if err != nil {
 		return err
@@ -195,16 +201,22 @@ func (h *Handler) decide(c echo.Context, decision string) error {
 	if err != nil {
 		return err
 	}
-	var body decisionBody
-	if err := decodeOptional(c, &body, "reason"); err != nil {
+	if err := decodeOptional(c, body, field); err != nil {
 		return err
 	}
-	a, err := h.Svc.DecideIfMatch(c.Request().Context(), p, "rest", id, ifMatch, decision, body.Reason)
+	a, err := do(c.Request().Context(), p, id, ifMatch)
 	if err != nil {
 		return err
 	}
 	c.Response().Header().Set("ETag", capability.ETag(a.Version))
 	return c.JSON(http.StatusOK, a)
+}
+
+func (h *Handler) decide(c echo.Context, decision string) error {
+	var body decisionBody
+	return h.act(c, &body, "reason", func(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch int64) (*Approval, error) {
+		return h.Svc.Decide(ctx, p, capability.PathREST, id, ifMatch, decision, body.Reason)
+	})
 }
 
 // Approve answers POST /v1/approvals/{id}/approve {"reason": "..."}.
@@ -216,28 +228,10 @@ func (h *Handler) Deny(c echo.Context) error { return h.decide(c, DecisionDeny) 
 
 // Cancel answers POST /v1/approvals/{id}/cancel (requester only).
 func (h *Handler) Cancel(c echo.Context) error {
-	p, err := identity.RequestPrincipal(c)
-	if err != nil {
-		return err
-	}
-	id, err := parseID(c)
-	if err != nil {
-		return err
-	}
-	ifMatch, err := capability.ParseIfMatch(c.Request().Header.Get("If-Match"))
-	if err != nil {
-		return err
-	}
 	var body struct{}
-	if err := decodeOptional(c, &body, "body"); err != nil {
-		return err
-	}
-	a, err := h.Svc.CancelIfMatch(c.Request().Context(), p, "rest", id, ifMatch)
-	if err != nil {
-		return err
-	}
-	c.Response().Header().Set("ETag", capability.ETag(a.Version))
-	return c.JSON(http.StatusOK, a)
+	return h.act(c, &body, "body", func(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch int64) (*Approval, error) {
+		return h.Svc.Cancel(ctx, p, capability.PathREST, id, ifMatch)
+	})
 }
 
 // DefaultHeartbeat keeps idle streams open through proxies that cut

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -24,17 +23,6 @@ type Change struct {
 	Status  Status    `json:"status"`
 	Version int64     `json:"version"`
 	Resync  bool      `json:"-"`
-}
-
-// notifyTx announces a's state; Postgres delivers it at commit, so a
-// rolled-back change is never announced.
-func notifyTx(ctx context.Context, tx pgx.Tx, a *Approval) error {
-	payload, err := json.Marshal(Change{ID: a.ID, Status: a.Status, Version: a.Version})
-	if err != nil {
-		return fmt.Errorf("notify payload: %w", err)
-	}
-	_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, string(payload))
-	return store.MapError(err, "approval notification")
 }
 
 // subscriberBuffer is how many changes a slow subscriber may lag before it
@@ -109,7 +97,7 @@ func (h *Hub) listen(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("approvals listener: connect: %w", err)
 	}
-	if _, err := conn.Exec(cctx, `LISTEN `+Channel); err != nil {
+	if err := channelListen(cctx, conn); err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("approvals listener: listen: %w", err)
 	}

@@ -46,148 +46,145 @@ func (s *Service) Waiters() int {
 // maxReasonLen bounds a decision reason (bytes, as the table does).
 const maxReasonLen = 2000
 
-// Decide records principal's decision (DecisionApprove or DecisionDeny)
-// on request id; via names the path (rest, cli). Only enabled approver and
-// admin users decide, never the requester; a denial needs a reason and
-// denies at once; approvals from distinct approvers count toward the
-// required number. Deciding again the same way is a no-op.
-func (s *Service) Decide(ctx context.Context, p identity.Principal, via string, id uuid.UUID, decision, reason string) (*Approval, error) {
-	return s.DecideIfMatch(ctx, p, via, id, 0, decision, reason)
-}
-
-// DecideIfMatch is Decide refusing with 412 VERSION_MISMATCH unless the
-// request is at version ifMatch (0: any), as an If-Match header asks.
-func (s *Service) DecideIfMatch(ctx context.Context, p identity.Principal, via string, id uuid.UUID, ifMatch int64, decision, reason string) (*Approval, error) {
+// Decide records p's decision (DecisionApprove or DecisionDeny) on
+// request id, arriving by via. Only enabled approver and admin users
+// decide, never the requester; a denial needs a reason and denies at once;
+// approvals from distinct approvers count toward the required number.
+// Deciding again the same way is a no-op. Unless ifMatch is 0, the
+// request must be at that version (an If-Match header), else 412
+// VERSION_MISMATCH.
+func (s *Service) Decide(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch int64, decision, reason string) (*Approval, error) {
 	reason = strings.TrimSpace(reason)
-	switch {
-	case decision != DecisionApprove && decision != DecisionDeny:
-		return nil, problem.Invalid("decision", "must be approve or deny")
-	case decision == DecisionDeny && reason == "":
-		return nil, problem.Invalid("reason", "is required to deny: say what is wrong so the requester can fix it")
-	case len(reason) > maxReasonLen || !utf8.ValidString(reason):
-		return nil, problem.Invalid("reason", "must be valid UTF-8 of at most %d bytes", maxReasonLen)
-	case strings.ContainsRune(reason, 0):
-		// PostgreSQL text cannot hold it.
-		return nil, problem.Invalid("reason", "must not contain the NUL character (U+0000)")
+	if err := checkDecision(decision, reason); err != nil {
+		return nil, err
 	}
-	var out *Approval
-	err := store.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
-		now := s.policy.now()
-		a, err := approvalGetForUpdate(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := capability.CheckIfMatch(ifMatch, a.Version); err != nil {
-			return err
-		}
+	return s.change(ctx, id, ifMatch, func(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time) (*Approval, error) {
 		u, err := identity.UserGetByID(ctx, tx, p.UserID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		switch {
 		case u.Disabled:
-			return problem.Forbidden("your account is disabled")
+			return nil, problem.Forbidden("your account is disabled")
 		case !u.Role.CanDecide():
-			return problem.Forbidden("only approver and admin users decide approvals")
+			return nil, problem.Forbidden("only approver and admin users decide approvals")
 		case a.RequestedBy.ID == u.ID:
-			return problem.Forbidden("you requested this approval: another approver must decide it")
+			return nil, problem.Forbidden("you requested this approval: another approver must decide it")
 		}
 		for _, d := range a.Decisions {
 			if d.Approver.ID != u.ID {
 				continue
 			}
 			if d.Decision == decision {
-				out = a
-				return nil
+				return a, nil
 			}
-			return refusal(http.StatusConflict, CodeAlreadyDecided, fmt.Sprintf("you already decided %s on approval %s", d.Decision, a.ID), a)
+			return nil, refusal(http.StatusConflict, CodeAlreadyDecided, fmt.Sprintf("you already decided %s on approval %s", d.Decision, a.ID), a)
 		}
 		if a.Status.Open() && !now.Before(a.ExpiresAt) {
-			if err := approvalExpireTx(ctx, tx, a, now, false, systemActor); err != nil {
-				return err
+			if err := expireTx(ctx, tx, a, now, false, systemActor); err != nil {
+				return nil, err
 			}
-			return store.CommitAnd(refusal(http.StatusConflict, CodeApprovalExpired, fmt.Sprintf("approval %s expired at %s", a.ID, a.ExpiresAt.Format(time.RFC3339)), a))
+			return nil, store.CommitAnd(refusal(http.StatusConflict, CodeApprovalExpired, fmt.Sprintf("approval %s expired at %s", a.ID, a.ExpiresAt.Format(time.RFC3339)), a))
 		}
 		if a.Status != StatusPending {
-			return refusal(http.StatusConflict, CodeNotPending, fmt.Sprintf("approval %s is %s, not pending", a.ID, a.Status), a)
+			return nil, notPendingProblem(a)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO approval_decisions (request_id, approver_id, decision, reason, decided_at) VALUES ($1, $2, $3, $4, $5)`,
-			a.ID, u.ID, decision, reason, now); err != nil {
-			return store.MapError(err, "approval decision")
-		}
-		approvals := a.Approvals
-		switch {
-		case decision == DecisionDeny:
-			_, err = tx.Exec(ctx, `UPDATE approval_requests SET status = 'denied', decided_at = $2, updated_at = $2, version = version + 1 WHERE id = $1`, a.ID, now)
-		case approvals+1 >= a.RequiredApprovals:
-			// The approval's own clock starts now: an approval is
-			// spendable for ApprovedTTL, however long it was pending.
-			_, err = tx.Exec(ctx, `UPDATE approval_requests SET status = 'approved', decided_at = $2, updated_at = $2, expires_at = $3, version = version + 1 WHERE id = $1`,
-				a.ID, now, now.Add(s.policy.ApprovedTTL))
-		default:
-			_, err = tx.Exec(ctx, `UPDATE approval_requests SET updated_at = $2, version = version + 1 WHERE id = $1`, a.ID, now)
-		}
-		if err != nil {
-			return store.MapError(err, "approval")
-		}
-		if out, err = approvalGet(ctx, tx, a.ID, ""); err != nil {
-			return err
-		}
-		by := eventActor{id: u.ID.String(), name: u.Username, via: via}
-		if _, err := audit.AppendTx(ctx, tx, by.event("approval.decided", out, map[string]any{
-			"decision": decision, "reason": reason, "approvals": out.Approvals, "required_approvals": out.RequiredApprovals,
-		})); err != nil {
-			return err
-		}
-		return notifyTx(ctx, tx, out)
+		return s.decideTx(ctx, tx, eventActor{id: u.ID.String(), name: u.Username, via: via}, u.ID, a, now, decision, reason)
 	})
+}
+
+// checkDecision refuses a decision or reason that can never be recorded.
+func checkDecision(decision, reason string) error {
+	switch {
+	case decision != DecisionApprove && decision != DecisionDeny:
+		return problem.Invalid("decision", "must be approve or deny")
+	case decision == DecisionDeny && reason == "":
+		return problem.Invalid("reason", "is required to deny: say what is wrong so the requester can fix it")
+	case len(reason) > maxReasonLen || !utf8.ValidString(reason):
+		return problem.Invalid("reason", "must be valid UTF-8 of at most %d bytes", maxReasonLen)
+	case strings.ContainsRune(reason, 0):
+		// PostgreSQL text cannot hold it.
+		return problem.Invalid("reason", "must not contain the NUL character (U+0000)")
+	}
+	return nil
+}
+
+// decideTx records approver's decision on the locked pending request a,
+// moves a to its new status, audits and announces it.
+func (s *Service) decideTx(ctx context.Context, tx pgx.Tx, by eventActor, approver uuid.UUID, a *Approval, now time.Time, decision, reason string) (*Approval, error) {
+	if err := decisionInsertTx(ctx, tx, a.ID, approver, decision, reason, now); err != nil {
+		return nil, err
+	}
+	var err error
+	switch {
+	case decision == DecisionDeny:
+		err = approvalDenyTx(ctx, tx, a.ID, now)
+	case a.Approvals+1 >= a.RequiredApprovals:
+		// The approval's own clock starts now: an approval is
+		// spendable for ApprovedTTL, however long it was pending.
+		err = approvalApproveTx(ctx, tx, a.ID, now, now.Add(s.policy.ApprovedTTL))
+	default:
+		err = approvalTouchTx(ctx, tx, a.ID, now)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	out, err := approvalGet(ctx, tx, a.ID, "")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := audit.AppendTx(ctx, tx, by.event("approval.decided", out, map[string]any{
+		"decision": decision, "reason": reason, "approvals": out.Approvals, "required_approvals": out.RequiredApprovals,
+	})); err != nil {
+		return nil, err
+	}
+	return out, approvalNotifyTx(ctx, tx, out)
 }
 
-// Cancel withdraws a pending request; only its requester may.
-func (s *Service) Cancel(ctx context.Context, p identity.Principal, via string, id uuid.UUID) (*Approval, error) {
-	return s.CancelIfMatch(ctx, p, via, id, 0)
-}
-
-// CancelIfMatch is Cancel refusing with 412 VERSION_MISMATCH unless the
-// request is at version ifMatch (0: any).
-func (s *Service) CancelIfMatch(ctx context.Context, p identity.Principal, via string, id uuid.UUID, ifMatch int64) (*Approval, error) {
-	var out *Approval
-	err := store.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
-		now := s.policy.now()
-		a, err := approvalGetForUpdate(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := capability.CheckIfMatch(ifMatch, a.Version); err != nil {
-			return err
-		}
+// Cancel withdraws a pending request; only its requester may. ifMatch is
+// as for Decide.
+func (s *Service) Cancel(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch int64) (*Approval, error) {
+	return s.change(ctx, id, ifMatch, func(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time) (*Approval, error) {
 		if a.RequestedBy.ID != p.UserID {
-			return problem.Forbidden("only the requester may cancel an approval request")
+			return nil, problem.Forbidden("only the requester may cancel an approval request")
 		}
 		if a.Status != StatusPending {
-			return refusal(http.StatusConflict, CodeNotPending, fmt.Sprintf("approval %s is %s, not pending", a.ID, a.Status), a)
+			return nil, notPendingProblem(a)
 		}
-		if err := approvalSetStatus(ctx, tx, a, StatusCancelled, now); err != nil {
-			return err
+		if err := approvalSetStatusTx(ctx, tx, a, StatusCancelled, now); err != nil {
+			return nil, err
 		}
 		by := eventActor{id: p.UserID.String(), name: p.Username, via: via}
 		if _, err := audit.AppendTx(ctx, tx, by.event("approval.cancelled", a, nil)); err != nil {
-			return err
+			return nil, err
 		}
-		if err := notifyTx(ctx, tx, a); err != nil {
-			return err
+		if err := approvalNotifyTx(ctx, tx, a); err != nil {
+			return nil, err
 		}
-		out, err = approvalGet(ctx, tx, a.ID, "")
-		return err
+		return approvalGet(ctx, tx, a.ID, "")
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+}
+
+// change runs fn on request id, locked and at version ifMatch (0: any), in
+// one transaction at the policy clock's now.
+func (s *Service) change(ctx context.Context, id uuid.UUID, ifMatch int64,
+	fn func(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time) (*Approval, error),
+) (*Approval, error) {
+	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Approval, error) {
+		now := s.policy.now()
+		a, err := approvalLockTx(ctx, tx, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := capability.CheckIfMatch(ifMatch, a.Version); err != nil {
+			return nil, err
+		}
+		return fn(ctx, tx, a, now)
+	})
+}
+
+func notPendingProblem(a *Approval) *problem.Error {
+	return refusal(http.StatusConflict, CodeNotPending, fmt.Sprintf("approval %s is %s, not pending", a.ID, a.Status), a)
 }
 
 // expireBatch bounds one sweep transaction: 500 rows keep the audit lock
@@ -197,29 +194,19 @@ const expireBatch = 500
 // ExpireDue marks open requests past their expiry as expired, audits and
 // announces each, and returns how many it expired.
 func (s *Service) ExpireDue(ctx context.Context) (int, error) {
-	n := 0
-	err := store.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
-		n = 0
+	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (int, error) {
 		now := s.policy.now()
-		rows, err := tx.Query(ctx, `SELECT `+approvalColumns+approvalFrom+`
-			WHERE r.status IN ('pending', 'approved') AND r.expires_at <= $1
-			ORDER BY r.expires_at LIMIT $2 FOR UPDATE OF r SKIP LOCKED`, now, expireBatch)
+		due, err := approvalsDueLockTx(ctx, tx, now, expireBatch)
 		if err != nil {
-			return store.MapError(err, "approvals")
-		}
-		due, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Approval, error) { return scanApproval(r) })
-		if err != nil {
-			return store.MapError(err, "approvals")
+			return 0, err
 		}
 		for _, a := range due {
-			if err := approvalExpireTx(ctx, tx, a, now, false, systemActor); err != nil {
-				return err
+			if err := expireTx(ctx, tx, a, now, false, systemActor); err != nil {
+				return 0, err
 			}
-			n++
 		}
-		return nil
+		return len(due), nil
 	})
-	return n, err
 }
 
 // Get returns a request, first expiring it if it is due, so a reader never

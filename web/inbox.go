@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/approvals"
+	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/problem"
@@ -68,16 +69,17 @@ type inboxView struct {
 
 // viaLabel explains how a request arrived: a REST call, a UI binding, or
 // an agent acting in a conversation for the requester.
-func viaLabel(via string) (label string, agent bool, conversation string) {
-	switch {
-	case strings.HasPrefix(via, "agent:"):
-		return "agent", true, strings.TrimPrefix(via, "agent:")
-	case via == "rest":
+func viaLabel(via capability.Path) (label string, agent bool, conversation string) {
+	if conv, ok := via.Conversation(); ok {
+		return "agent", true, conv
+	}
+	switch via {
+	case capability.PathREST:
 		return "REST API", false, ""
-	case via == "binding":
+	case capability.PathBinding:
 		return "UI binding", false, ""
 	}
-	return via, false, ""
+	return string(via), false, ""
 }
 
 func rowOf(a *approvals.Approval) requestRow {
@@ -295,7 +297,7 @@ func (h *Handler) Decide(decision string) PageFunc {
 			return err
 		}
 		reason := c.FormValue("reason")
-		_, err = h.deps.Approvals.Decide(c.Request().Context(), s.User.Principal(), "web", id, decision, reason)
+		_, err = h.deps.Approvals.Decide(c.Request().Context(), s.User.Principal(), capability.PathWeb, id, 0, decision, reason)
 		if err != nil {
 			pe, ok := problem.As(err)
 			if !ok || pe.Status >= 500 || pe.Status == http.StatusNotFound {

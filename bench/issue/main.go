@@ -283,7 +283,7 @@ func (b *bench) prepare(ctx context.Context, n int) ([]item, error) {
 					return
 				}
 				aid := uuid.MustParse(pe.Extra["approval_id"].(string))
-				if _, err := svc.Decide(ctx, b.approver, "bench", aid, approvals.DecisionApprove, ""); err != nil {
+				if _, err := svc.Decide(ctx, b.approver, "bench", aid, 0, approvals.DecisionApprove, ""); err != nil {
 					record(err)
 					return
 				}

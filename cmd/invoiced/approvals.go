@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/approvals"
+	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/problem"
@@ -121,7 +122,7 @@ func cmdApprovalsDecide(ctx context.Context, e env, decision string, args []stri
 	if err != nil {
 		return err
 	}
-	a, err := approvals.NewService(pool, approvals.Policy{}, nil).Decide(ctx, u.Principal(), "cli", id, decision, *reason)
+	a, err := approvals.NewService(pool, approvals.Policy{}, nil).Decide(ctx, u.Principal(), capability.PathCLI, id, 0, decision, *reason)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,347 @@
+package approvals
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// ---- approval requests ----
+
+const approvalColumns = `r.id, r.capability, r.status, r.input, r.input_hash, r.target_type, r.target_id, r.target_version,
+	r.amount, r.currency, r.snapshot, r.requested_by, u.username, r.requested_via, r.reason, r.required_approvals,
+	r.created_at, r.updated_at, r.expires_at, r.decided_at, r.consumed_at, r.consumed_by,
+	r.expiry_reported_at IS NOT NULL, r.version`
+
+// approvalFrom joins the requester's name; FOR UPDATE OF r locks only the
+// request.
+const approvalFrom = ` FROM approval_requests r JOIN users u ON u.id = r.requested_by`
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// scanApproval maps a row of approvalColumns; Decisions is empty until
+// decisionsLoad fills it.
+func scanApproval(row pgx.Row) (*Approval, error) {
+	var a Approval
+	err := row.Scan(&a.ID, &a.Capability, &a.Status, &a.Input, &a.InputHash, &a.Target.Type, &a.Target.ID, &a.Target.Version,
+		&a.Amount, &a.Currency, &a.Snapshot, &a.RequestedBy.ID, &a.RequestedBy.Username, &a.RequestedVia, &a.Reason, &a.RequiredApprovals,
+		&a.CreatedAt, &a.UpdatedAt, &a.ExpiresAt, &a.DecidedAt, &a.ConsumedAt, &a.ConsumedBy,
+		&a.expiryReported, &a.Version)
+	if err != nil {
+		return nil, err
+	}
+	a.CreatedAt, a.UpdatedAt, a.ExpiresAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC(), a.ExpiresAt.UTC()
+	a.DecidedAt, a.ConsumedAt = utcPtr(a.DecidedAt), utcPtr(a.ConsumedAt)
+	a.Decisions = []Decision{}
+	return &a, nil
+}
+
+func collectApprovals(rows pgx.Rows) ([]*Approval, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Approval, error) { return scanApproval(r) })
+}
+
+// ApprovalGetByID returns a request with its decisions, 404 when there is none.
+func ApprovalGetByID(ctx context.Context, db store.Executor, id uuid.UUID) (*Approval, error) {
+	return approvalGet(ctx, db, id, "")
+}
+
+// approvalLockTx returns a request with its decisions, locked for a
+// decision or a transition.
+func approvalLockTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*Approval, error) {
+	return approvalGet(ctx, tx, id, " FOR UPDATE OF r")
+}
+
+func approvalGet(ctx context.Context, db store.Executor, id uuid.UUID, lock string) (*Approval, error) {
+	var a *Approval
+	err := store.ReadSnapshot(ctx, db, func(db store.Executor) error {
+		var err error
+		if a, err = scanApproval(db.QueryRow(ctx, `SELECT `+approvalColumns+approvalFrom+` WHERE r.id = $1`+lock, id)); err != nil {
+			return store.MapError(err, "approval")
+		}
+		return decisionsLoad(ctx, db, []*Approval{a})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// approvalLatestLockTx returns the newest request of a binding, locked,
+// and whether there is one. Newest is by target version first, then the
+// open request (at most one per version) before closed ones, and only then
+// by creation time: created_at comes from the clock of whichever replica
+// wrote the row, and a replica running fast (or one whose clock stepped
+// back) must not keep a superseded request on top, where the gate would
+// never see the approved one behind it. Decisions are not loaded.
+func approvalLatestLockTx(ctx context.Context, tx pgx.Tx, capName, targetType, targetID, inputHash string) (*Approval, bool, error) {
+	a, err := scanApproval(tx.QueryRow(ctx, `SELECT `+approvalColumns+approvalFrom+`
+		WHERE r.capability = $1 AND r.target_type = $2 AND r.target_id = $3 AND r.input_hash = $4
+		ORDER BY r.target_version DESC, r.status IN ('pending', 'approved') DESC, r.created_at DESC, r.id DESC
+		LIMIT 1 FOR UPDATE OF r`, capName, targetType, targetID, inputHash))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, store.MapError(err, "approval")
+	}
+	return a, true, nil
+}
+
+// ListParams filter and page the inbox.
+type ListParams struct {
+	// Status filters by status; empty lists all.
+	Status Status
+	// After is the keyset cursor: list requests older than this id.
+	After *uuid.UUID
+	// Limit is the page size (1–100, default 20, as every list of the API).
+	Limit int
+}
+
+// ApprovalList returns one page of requests, newest first, and whether
+// there are more.
+func ApprovalList(ctx context.Context, db store.Executor, p ListParams) ([]*Approval, bool, error) {
+	if p.Limit <= 0 {
+		p.Limit = 20
+	}
+	var after any
+	if p.After != nil {
+		after = *p.After
+	}
+	var (
+		out  []*Approval
+		more bool
+	)
+	err := store.ReadSnapshot(ctx, db, func(db store.Executor) error {
+		rows, err := db.Query(ctx, `SELECT `+approvalColumns+approvalFrom+`
+			WHERE ($1 = '' OR r.status = $1) AND ($2::uuid IS NULL OR r.id < $2)
+			ORDER BY r.id DESC LIMIT $3`, string(p.Status), after, p.Limit+1)
+		if err != nil {
+			return store.MapError(err, "approvals")
+		}
+		if out, err = collectApprovals(rows); err != nil {
+			return store.MapError(err, "approvals")
+		}
+		if more = len(out) > p.Limit; more {
+			out = out[:p.Limit]
+		}
+		return decisionsLoad(ctx, db, out)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, more, nil
+}
+
+// approvalsDueLockTx returns up to limit open requests whose expiry is
+// at or before now, locked; rows another transaction holds are skipped
+// (the next sweep takes them). Decisions are not loaded.
+func approvalsDueLockTx(ctx context.Context, tx pgx.Tx, now time.Time, limit int) ([]*Approval, error) {
+	rows, err := tx.Query(ctx, `SELECT `+approvalColumns+approvalFrom+`
+		WHERE r.status IN ('pending', 'approved') AND r.expires_at <= $1
+		ORDER BY r.expires_at LIMIT $2 FOR UPDATE OF r SKIP LOCKED`, now, limit)
+	if err != nil {
+		return nil, store.MapError(err, "approvals")
+	}
+	due, err := collectApprovals(rows)
+	if err != nil {
+		return nil, store.MapError(err, "approvals")
+	}
+	return due, nil
+}
+
+// approvalInsertTx inserts a pending request from a's ID, Capability,
+// Input, InputHash, Target, Amount, Currency, Snapshot, RequestedBy.ID,
+// RequestedVia, Reason, RequiredApprovals, CreatedAt and ExpiresAt.
+func approvalInsertTx(ctx context.Context, tx pgx.Tx, a *Approval) error {
+	_, err := tx.Exec(ctx, `
+		INSERT INTO approval_requests (id, capability, input_hash, input, target_type, target_id, target_version,
+			amount, currency, snapshot, status, requested_by, requested_via, reason, required_approvals,
+			created_at, updated_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $15, $16)`,
+		a.ID, a.Capability, a.InputHash, string(a.Input), a.Target.Type, a.Target.ID, a.Target.Version,
+		a.Amount, a.Currency, string(a.Snapshot), a.RequestedBy.ID, string(a.RequestedVia), a.Reason, a.RequiredApprovals,
+		a.CreatedAt, a.ExpiresAt)
+	return store.MapError(err, "approval")
+}
+
+// approvalSetStatusTx moves a locked request to status.
+func approvalSetStatusTx(ctx context.Context, tx pgx.Tx, a *Approval, to Status, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE approval_requests SET status = $2, updated_at = $3, version = version + 1 WHERE id = $1`, a.ID, string(to), now)
+	if err != nil {
+		return store.MapError(err, "approval")
+	}
+	a.Status, a.UpdatedAt, a.Version = to, now, a.Version+1
+	return nil
+}
+
+// approvalExpireTx marks a locked open request expired; reported says the
+// caller is answering APPROVAL_EXPIRED right now.
+func approvalExpireTx(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time, reported bool) error {
+	var reportedAt any
+	if reported {
+		reportedAt = now
+	}
+	_, err := tx.Exec(ctx, `UPDATE approval_requests SET status = 'expired', updated_at = $2, expiry_reported_at = $3, version = version + 1
+		WHERE id = $1`, a.ID, now, reportedAt)
+	if err != nil {
+		return store.MapError(err, "approval")
+	}
+	a.Status, a.UpdatedAt, a.Version = StatusExpired, now, a.Version+1
+	return nil
+}
+
+// approvalExpiryReportedTx records that a caller was answered
+// APPROVAL_EXPIRED for an expired request, so the next call requests anew.
+func approvalExpiryReportedTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE approval_requests SET expiry_reported_at = $2 WHERE id = $1`, id, now)
+	return store.MapError(err, "approval")
+}
+
+// approvalDenyTx closes a locked pending request as denied.
+func approvalDenyTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE approval_requests SET status = 'denied', decided_at = $2, updated_at = $2, version = version + 1 WHERE id = $1`, id, now)
+	return store.MapError(err, "approval")
+}
+
+// approvalApproveTx marks a locked pending request approved, spendable
+// until expiresAt.
+func approvalApproveTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, now, expiresAt time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE approval_requests SET status = 'approved', decided_at = $2, updated_at = $2, expires_at = $3, version = version + 1 WHERE id = $1`,
+		id, now, expiresAt)
+	return store.MapError(err, "approval")
+}
+
+// approvalTouchTx bumps a locked request's version, for a decision that
+// leaves its status as it is (an approval short of the quorum).
+func approvalTouchTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE approval_requests SET updated_at = $2, version = version + 1 WHERE id = $1`, id, now)
+	return store.MapError(err, "approval")
+}
+
+// approvalConsumeTx spends a locked approved request on invocation inv and
+// announces it, the UPDATE and the pg_notify in one round trip, so the
+// serialised part of an issue is as short as it can be. a is updated to
+// the consumed state first, since the announcement carries it.
+func approvalConsumeTx(ctx context.Context, tx pgx.Tx, a *Approval, inv uuid.UUID, now time.Time) error {
+	a.Status, a.ConsumedAt, a.ConsumedBy, a.Version = StatusConsumed, &now, &inv, a.Version+1
+	payload, err := changePayload(a)
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE approval_requests SET status = 'consumed', consumed_at = $2, consumed_by = $3, updated_at = $2, version = version + 1
+		WHERE id = $1 AND status = 'approved'`, a.ID, now, inv)
+	b.Queue(`SELECT pg_notify($1, $2)`, Channel, payload)
+	br := tx.SendBatch(ctx, b)
+	tag, err := br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return store.MapError(err, "approval")
+	}
+	if tag.RowsAffected() != 1 {
+		// The row is locked by this transaction, so this cannot happen
+		// unless the lock was lost: refuse rather than grant twice.
+		return problem.Internal(fmt.Errorf("approval %s: consume matched %d rows", a.ID, tag.RowsAffected()))
+	}
+	return nil
+}
+
+// approvalNotifyTx announces a's state; Postgres delivers it at commit, so
+// a rolled-back change is never announced.
+func approvalNotifyTx(ctx context.Context, tx pgx.Tx, a *Approval) error {
+	payload, err := changePayload(a)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, payload)
+	return store.MapError(err, "approval notification")
+}
+
+// channelListen subscribes conn, the hub's own connection, to Channel.
+func channelListen(ctx context.Context, conn *pgx.Conn) error {
+	_, err := conn.Exec(ctx, `LISTEN `+Channel)
+	return err
+}
+
+// changePayload is the NOTIFY payload announcing a's state.
+func changePayload(a *Approval) (string, error) {
+	b, err := json.Marshal(Change{ID: a.ID, Status: a.Status, Version: a.Version})
+	if err != nil {
+		return "", fmt.Errorf("notify payload: %w", err)
+	}
+	return string(b), nil
+}
+
+// ---- decisions ----
+
+// decisionsLoad fills Decisions and Approvals of each approval in one query.
+func decisionsLoad(ctx context.Context, db store.Executor, as []*Approval) error {
+	if len(as) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(as))
+	byID := make(map[uuid.UUID]*Approval, len(as))
+	for i, a := range as {
+		ids[i] = a.ID
+		byID[a.ID] = a
+	}
+	rows, err := db.Query(ctx, `
+		SELECT d.request_id, d.approver_id, u.username, d.decision, d.reason, d.decided_at
+		FROM approval_decisions d JOIN users u ON u.id = d.approver_id
+		WHERE d.request_id = ANY($1)
+		ORDER BY d.decided_at, d.approver_id`, ids)
+	if err != nil {
+		return store.MapError(err, "approval decisions")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		reqID, d, err := scanDecision(rows)
+		if err != nil {
+			return store.MapError(err, "approval decisions")
+		}
+		a := byID[reqID]
+		a.Decisions = append(a.Decisions, d)
+		if d.Decision == DecisionApprove {
+			a.Approvals++
+		}
+	}
+	return store.MapError(rows.Err(), "approval decisions")
+}
+
+// scanDecision maps a decision row and the id of its request.
+func scanDecision(row pgx.Row) (uuid.UUID, Decision, error) {
+	var (
+		reqID uuid.UUID
+		d     Decision
+	)
+	if err := row.Scan(&reqID, &d.Approver.ID, &d.Approver.Username, &d.Decision, &d.Reason, &d.DecidedAt); err != nil {
+		return uuid.Nil, Decision{}, err
+	}
+	d.DecidedAt = d.DecidedAt.UTC()
+	return reqID, d, nil
+}
+
+// decisionInsertTx records approverID's decision on request id.
+func decisionInsertTx(ctx context.Context, tx pgx.Tx, id, approverID uuid.UUID, decision, reason string, now time.Time) error {
+	_, err := tx.Exec(ctx, `INSERT INTO approval_decisions (request_id, approver_id, decision, reason, decided_at) VALUES ($1, $2, $3, $4, $5)`,
+		id, approverID, decision, reason, now)
+	return store.MapError(err, "approval decision")
+}
