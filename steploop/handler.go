@@ -2,17 +2,12 @@ package steploop
 
 import (
 	"context"
-	"errors"
 	"net/http"
-	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
-	"github.com/invoiced/invoiced/store"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 )
 
@@ -71,83 +66,6 @@ func parseChat(c echo.Context) (string, []clientMessage, error) {
 	return req.ID, client, nil
 }
 
-// stream runs the loop's steps for the leased conversation and writes them
-// to w as a UI message stream; a new user message gets a new assistant
-// message to answer in. The run ends before the lease does (leaseMargin),
-// so no other replica can take the conversation while this one writes.
-func (s *Service) stream(ctx context.Context, w http.ResponseWriter, lease *Lease, p identity.Principal, stored []Message, delta Delta) {
-	if delta.NewUser != nil {
-		stored = append(stored, *delta.NewUser, Message{ID: newMessageID(), Role: "assistant", Parts: []Part{}})
-	}
-	runCtx, cancel := context.WithTimeout(ctx, s.cfg.LeaseTTL-leaseMargin)
-	defer cancel()
-	runCtx, cancelRun := context.WithCancelCause(runCtx)
-	defer cancelRun(nil)
-	defer context.AfterFunc(s.stopping, func() { cancelRun(errShuttingDown) })()
-	out := newSSE(w)
-	defer out.close()
-	t := &turn{s: s, ctx: runCtx, lease: lease, p: p, msgs: stored, ai: len(stored) - 1, out: out, attempted: map[string]bool{}}
-	t.runGuarded(delta)
-	if t.finishReason == "" && t.errorText == "" && ctx.Err() == nil {
-		// The run's own limit or a shutdown, not the client going away:
-		// the client is still there and must learn that the answer stopped.
-		switch {
-		case s.stopping.Err() != nil:
-			t.errorText = "The server is restarting; what was done is stored. Send a message to continue."
-		case errors.Is(context.Cause(runCtx), context.DeadlineExceeded):
-			t.errorText = "The answer took longer than one request may run; what was done is stored. Send a message to continue."
-		}
-	}
-	t.end()
-}
-
-// open leases the conversation, reconciles the client's list with the
-// stored transcript and stores the new user message. A new chat (one user
-// message) takes one statement; otherwise one transaction does it all, so
-// a refused request leaves nothing behind, not even a new conversation or
-// a held lease.
-func (s *Service) open(ctx context.Context, id string, p identity.Principal, client []clientMessage) (*Lease, []Message, Delta, error) {
-	if len(client) == 1 {
-		if d, err := Reconcile(nil, client, s.isFrontend); err == nil && d.NewUser != nil {
-			l, ok, err := ConversationCreateWithMessage(ctx, s.cfg.DB, id, p.UserID, s.cfg.LeaseTTL, *d.NewUser)
-			if err != nil {
-				return nil, nil, Delta{}, err
-			}
-			if ok {
-				return l, nil, d, nil
-			}
-		}
-	}
-	var (
-		lease  *Lease
-		stored []Message
-		delta  Delta
-	)
-	err := store.WithTx(ctx, s.cfg.DB, func(ctx context.Context, tx pgx.Tx) error {
-		var err error
-		if lease, err = ConversationAcquire(ctx, tx, id, p.UserID, s.cfg.LeaseTTL); err != nil {
-			return err
-		}
-		stored = nil
-		if !lease.created {
-			if stored, err = MessageList(ctx, tx, lease.ID); err != nil {
-				return err
-			}
-		}
-		if delta, err = Reconcile(stored, client, s.isFrontend); err != nil {
-			return err
-		}
-		if delta.NewUser != nil {
-			return MessagePut(ctx, tx, lease.ID, len(stored), *delta.NewUser)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, Delta{}, err
-	}
-	return lease, stored, delta, nil
-}
-
 // parseChatRequest checks the envelope and decodes the messages.
 func parseChatRequest(req ChatRequest) ([]clientMessage, error) {
 	if req.ID == "" {
@@ -168,8 +86,6 @@ func parseChatRequest(req ChatRequest) ([]clientMessage, error) {
 	}
 	return decodeMessages(req.Messages)
 }
-
-func newMessageID() string { return "msg_" + strings.ReplaceAll(uuid.NewString(), "-", "") }
 
 // ConversationView is GET /v1/conversations/{id}: the stored transcript in
 // UIMessage shape, ready to seed a client (useChat's messages).

@@ -1,0 +1,162 @@
+// Package steploop is the step loop of ADR-0002: POST /v1/chat runs model
+// steps and tool calls for the chat user's principal and streams them as a
+// UI message stream; GET /v1/conversations/{id} returns the stored
+// transcript.
+package steploop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/confirm"
+	"github.com/invoiced/invoiced/steploop/model"
+	"github.com/invoiced/invoiced/store"
+)
+
+// DefaultMaxSteps bounds the model steps of one request: 8 covers a lookup,
+// a follow-up lookup and an answer with room to spare, and stops a model
+// that loops on tool calls before it burns a budget.
+const DefaultMaxSteps = 8
+
+// DefaultLeaseTTL bounds one request's hold on a conversation; the request
+// itself is cut leaseMargin earlier so it always ends before its lease does.
+const DefaultLeaseTTL = 10 * time.Minute
+
+// leaseMargin is how much sooner than its lease a request's run ends: time
+// for the final write (5 s at most) with room to spare.
+const leaseMargin = 30 * time.Second
+
+// Config is what the step loop is built from.
+type Config struct {
+	// DB holds conversations (a pool: the loop runs its own statements).
+	DB store.Executor
+	// Model runs model steps; nil makes /v1/chat answer 503 naming the
+	// settings to set, while the rest of the service works.
+	Model model.Provider
+	// Tools are the capabilities offered to the model.
+	Tools Tools
+	// Frontend are the tools the browser runs (at least ShowInvoice).
+	Frontend []FrontendTool
+	// Confirm is the confirm controller for bound capabilities; required
+	// when Tools has any.
+	Confirm Confirmer
+	// System is the system prompt; empty uses DefaultSystemPrompt.
+	System string
+	// MaxSteps bounds model steps per request; 0 uses DefaultMaxSteps.
+	MaxSteps int
+	// LeaseTTL bounds a request; 0 uses DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// CredentialMaxAge is how long ago the request's credential may have
+	// been checked when a tool runs; older, it is checked again first.
+	// 0 uses DefaultCredentialMaxAge.
+	CredentialMaxAge time.Duration
+	// Log receives errors that clients only see as safe messages.
+	Log *slog.Logger
+}
+
+// DefaultSystemPrompt tells the model what it operates and how approvals
+// and confirmations answer.
+const DefaultSystemPrompt = `You are the assistant of an invoicing back office. Use the tools to look ` +
+	`up and change customers and invoices; never invent ids or amounts. Some tools ask the user to confirm ` +
+	`in their browser first. Issuing and deleting invoices need an approver's decision in the back office: ` +
+	`when a tool answers APPROVAL_REQUIRED, tell the user it waits for approval. Tool results with an ` +
+	`"error" member say what happened and what to do next; follow them.`
+
+// DefaultCredentialMaxAge bounds how long a turn acts on a credential
+// checked once: a turn may run for minutes (slow models, tools, up to the
+// lease), and a revoked token, a disabled user or a changed role must stop
+// its tool calls within the 15 s the approvals event stream allows too.
+// A turn that ends sooner, most of them, pays no extra statement.
+const DefaultCredentialMaxAge = 15 * time.Second
+
+// Service is the step loop: POST /v1/chat and GET /v1/conversations/{id}.
+type Service struct {
+	cfg        Config
+	toolset    confirm.Toolset
+	frontend   *capability.Registry
+	risks      map[string]capability.Risk
+	modelTools []model.Tool
+	// stopping is cancelled (cause errShuttingDown) when the server
+	// begins to shut down: every running turn, and any tool in it, ends.
+	stopping context.Context
+	stop     context.CancelCauseFunc
+}
+
+// errShuttingDown is why turns end when the server shuts down.
+var errShuttingDown = errors.New("steploop: the server is shutting down")
+
+// Shutdown ends every running turn: its model call and any running tool
+// are cancelled, what completed is stored, its conversation is released
+// and a client still connected is told to send its message again. Register
+// it with http.Server.RegisterOnShutdown: Shutdown does not cancel request
+// contexts, so a chat waiting on a slow model would otherwise hold the
+// grace period and keep its conversation busy past a restart.
+func (s *Service) Shutdown() { s.stop(errShuttingDown) }
+
+// New checks cfg and builds the toolset offered to the model.
+func New(cfg Config) (*Service, error) {
+	if cfg.DB == nil || cfg.Tools == nil {
+		return nil, errors.New("steploop: DB and Tools are required")
+	}
+	if cfg.MaxSteps <= 0 {
+		cfg.MaxSteps = DefaultMaxSteps
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.LeaseTTL <= leaseMargin {
+		// Every run would start past its own deadline.
+		return nil, fmt.Errorf("steploop: LeaseTTL %v must exceed the %v a run ends before its lease", cfg.LeaseTTL, leaseMargin)
+	}
+	if cfg.CredentialMaxAge <= 0 {
+		cfg.CredentialMaxAge = DefaultCredentialMaxAge
+	}
+	if cfg.System == "" {
+		cfg.System = DefaultSystemPrompt
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	fr, err := frontendRegistry(cfg.Frontend)
+	if err != nil {
+		return nil, fmt.Errorf("steploop: frontend tools: %w", err)
+	}
+	stopping, stop := context.WithCancelCause(context.Background())
+	s := &Service{
+		cfg:      cfg,
+		stopping: stopping,
+		stop:     stop,
+		// The toolset runs remote with confirmations in wait mode, stated
+		// explicitly: ADR-0005 (docs/adr/0005-confirmation-mode.md).
+		toolset:  confirm.AgentToolset,
+		frontend: fr,
+		risks:    map[string]capability.Risk{},
+	}
+	for _, d := range cfg.Tools.Descriptors() {
+		if _, dup := fr.Lookup(d.Name); dup {
+			return nil, fmt.Errorf("steploop: %q is both a capability and a frontend tool", d.Name)
+		}
+		if d.Risk == capability.RiskBound && cfg.Confirm == nil {
+			return nil, fmt.Errorf("steploop: bound capability %q needs a confirm controller", d.Name)
+		}
+		s.risks[d.Name] = d.Risk
+		s.modelTools = append(s.modelTools, model.Tool{Name: d.Name, Description: d.Description, Parameters: d.InputSchema})
+	}
+	for _, d := range fr.Descriptors() {
+		s.modelTools = append(s.modelTools, model.Tool{Name: d.Name, Description: d.Description, Parameters: d.InputSchema})
+	}
+	return s, nil
+}
+
+// Toolset is how the tools offered to the model run: remote topology,
+// confirmations in wait mode (ADR-0005).
+func (s *Service) Toolset() confirm.Toolset { return s.toolset }
+
+func (s *Service) isFrontend(name string) bool {
+	_, ok := s.frontend.Lookup(name)
+	return ok
+}
