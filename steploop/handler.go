@@ -38,12 +38,12 @@ func (s *Service) Chat(c echo.Context) error {
 	// the lease it took (busy for the whole LeaseTTL). With the lease in
 	// hand, the stream below stores what there is and releases it.
 	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), openTimeout)
-	lease, stored, delta, err := s.open(octx, id, p, client)
+	o, err := s.open(octx, id, p, client)
 	cancel()
 	if err != nil {
 		return err
 	}
-	s.stream(ctx, c.Response(), lease, p, stored, delta)
+	s.stream(ctx, c.Response(), p, o)
 	return nil
 }
 

@@ -24,26 +24,7 @@ func (t *turn) dispatch(tc model.ToolCall) bool {
 	if id == "" || t.part(id) != nil || t.seenAnywhere(id) {
 		id = "call_" + strings.ReplaceAll(uuid.NewString(), "-", "")
 	}
-	args := strings.TrimSpace(tc.Arguments)
-	validJSON := args != "" && json.Valid([]byte(args)) && strings.HasPrefix(args, "{")
-	// Arguments jsonb cannot store, or a JavaScript client cannot send
-	// back as they are (a number past ±1.8e308 comes back as null), are
-	// kept as text, like arguments that are not JSON: stored as given, the
-	// answer could not be saved or the conversation not continued.
-	unstorable := ""
-	if validJSON {
-		unstorable = jsonUnstorable(json.RawMessage(args))
-	}
-	var input json.RawMessage
-	switch {
-	case args == "":
-		input = json.RawMessage("{}")
-		validJSON = true
-	case validJSON && unstorable == "":
-		input = json.RawMessage(args)
-	default:
-		input = mustJSON(storableText(tc.Arguments))
-	}
+	input, inputErr := toolInput(tc.Arguments)
 	a := t.asst()
 	a.Parts = append(a.Parts, Part{Type: "tool-" + tc.Name, ToolCallID: id, State: StateInputAvailable, Input: input})
 	t.out.send(chunk{"type": "tool-input-available", "toolCallId": id, "toolName": tc.Name, "input": input})
@@ -55,12 +36,8 @@ func (t *turn) dispatch(tc model.ToolCall) bool {
 		t.toolError(p, err)
 		return false
 	}
-	if unstorable != "" {
-		t.toolError(p, problem.Invalid("input", "the tool arguments %s", unstorable))
-		return false
-	}
-	if !validJSON {
-		t.toolError(p, problem.Invalid("input", "the tool arguments are not a JSON object"))
+	if inputErr != nil {
+		t.toolError(p, inputErr)
 		return false
 	}
 	if t.s.isFrontend(tc.Name) {
@@ -101,6 +78,26 @@ func (t *turn) dispatch(tc model.ToolCall) bool {
 		t.toolResult(p, call, v, err)
 		return false
 	}
+}
+
+// toolInput is the input a model's tool call is stored with, and why it
+// cannot run (nil when it can). No arguments are {}. Arguments that are
+// not a JSON object, or that jsonb cannot store or a JavaScript client
+// cannot send back as they are (a number past ±1.8e308 comes back as
+// null), are kept as a JSON string: stored as given, the answer could not
+// be saved or the conversation not continued.
+func toolInput(arguments string) (json.RawMessage, error) {
+	args := strings.TrimSpace(arguments)
+	if args == "" {
+		return json.RawMessage("{}"), nil
+	}
+	if !json.Valid([]byte(args)) || !strings.HasPrefix(args, "{") {
+		return mustJSON(storableText(arguments)), problem.Invalid("input", "the tool arguments are not a JSON object")
+	}
+	if unstorable := jsonUnstorable(json.RawMessage(args)); unstorable != "" {
+		return mustJSON(storableText(arguments)), problem.Invalid("input", "the tool arguments %s", unstorable)
+	}
+	return json.RawMessage(args), nil
 }
 
 func (t *turn) seenAnywhere(id string) bool {

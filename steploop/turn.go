@@ -22,7 +22,8 @@ import (
 // to w as a UI message stream; a new user message gets a new assistant
 // message to answer in. The run ends before the lease does (leaseMargin),
 // so no other replica can take the conversation while this one writes.
-func (s *Service) stream(ctx context.Context, w http.ResponseWriter, lease *Lease, p identity.Principal, stored []Message, delta Delta) {
+func (s *Service) stream(ctx context.Context, w http.ResponseWriter, p identity.Principal, o opened) {
+	lease, stored, delta := o.lease, o.stored, o.delta
 	if delta.NewUser != nil {
 		stored = append(stored, *delta.NewUser, Message{ID: newMessageID(), Role: "assistant", Parts: []Part{}})
 	}
@@ -53,46 +54,48 @@ func (s *Service) stream(ctx context.Context, w http.ResponseWriter, lease *Leas
 // message) takes one statement; otherwise one transaction does it all, so
 // a refused request leaves nothing behind, not even a new conversation or
 // a held lease.
-func (s *Service) open(ctx context.Context, id string, p identity.Principal, client []clientMessage) (*Lease, []Message, Delta, error) {
+func (s *Service) open(ctx context.Context, id string, p identity.Principal, client []clientMessage) (opened, error) {
 	if len(client) == 1 {
 		if d, err := Reconcile(nil, client, s.isFrontend); err == nil && d.NewUser != nil {
 			l, ok, err := ConversationCreateWithMessage(ctx, s.cfg.DB, id, p.UserID, s.cfg.LeaseTTL, *d.NewUser)
 			if err != nil {
-				return nil, nil, Delta{}, err
+				return opened{}, err
 			}
 			if ok {
-				return l, nil, d, nil
+				return opened{lease: l, delta: d}, nil
 			}
 		}
 	}
-	var (
-		lease  *Lease
-		stored []Message
-		delta  Delta
-	)
-	err := store.WithTx(ctx, s.cfg.DB, func(ctx context.Context, tx pgx.Tx) error {
-		var err error
-		if lease, err = ConversationAcquire(ctx, tx, id, p.UserID, s.cfg.LeaseTTL); err != nil {
-			return err
+	return store.WithTxResult(ctx, s.cfg.DB, func(ctx context.Context, tx pgx.Tx) (opened, error) {
+		lease, err := ConversationAcquire(ctx, tx, id, p.UserID, s.cfg.LeaseTTL)
+		if err != nil {
+			return opened{}, err
 		}
-		stored = nil
+		var stored []Message
 		if !lease.created {
 			if stored, err = MessageList(ctx, tx, lease.ID); err != nil {
-				return err
+				return opened{}, err
 			}
 		}
-		if delta, err = Reconcile(stored, client, s.isFrontend); err != nil {
-			return err
+		delta, err := Reconcile(stored, client, s.isFrontend)
+		if err != nil {
+			return opened{}, err
 		}
 		if delta.NewUser != nil {
-			return MessagePut(ctx, tx, lease.ID, len(stored), *delta.NewUser)
+			if err := MessagePut(ctx, tx, lease.ID, len(stored), *delta.NewUser); err != nil {
+				return opened{}, err
+			}
 		}
-		return nil
+		return opened{lease: lease, stored: stored, delta: delta}, nil
 	})
-	if err != nil {
-		return nil, nil, Delta{}, err
-	}
-	return lease, stored, delta, nil
+}
+
+// opened is a conversation open for a turn: its lease, the stored
+// transcript and what the client's list adds to it.
+type opened struct {
+	lease  *Lease
+	stored []Message
+	delta  Delta
 }
 
 func newMessageID() string { return "msg_" + strings.ReplaceAll(uuid.NewString(), "-", "") }
