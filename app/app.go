@@ -25,8 +25,13 @@ import (
 // the pool; cmd/invoiced fills it from the environment.
 type Config struct {
 	// Web configures the back-office inbox (sessions, sign-in limits);
-	// the zero value means web.DefaultConfig().
+	// nil means web.DefaultConfig().
 	Web *web.Config
+	// SecureCookies forces the inbox's cookies Secure, as
+	// INVOICED_SECURE_COOKIES=true asks behind a TLS proxy that does not
+	// send X-Forwarded-Proto; otherwise they are Secure when the request
+	// came over TLS or says so.
+	SecureCookies bool
 	// Approvals is the approval policy (ADR-0010); zero fields take the
 	// defaults of approvals.Policy. Tests set its clock.
 	Approvals approvals.Policy
@@ -85,6 +90,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	if cfg.Web != nil {
 		webCfg = *cfg.Web
 	}
+	webCfg.SecureCookies = webCfg.SecureCookies || cfg.SecureCookies
 	wh, err := web.New(pool, webCfg, log, web.Deps{Approvals: a.approvalSvc, NumberPrefix: cfg.Invoices.NumberPrefix})
 	if err != nil {
 		a.Close()

@@ -17,7 +17,6 @@ import (
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/store"
-	"github.com/invoiced/invoiced/web"
 	"github.com/labstack/gommon/bytes"
 )
 
@@ -27,9 +26,6 @@ type config struct {
 	HTTP        server.Config
 	MaxConns    int32
 	App         app.Config
-	// SecureCookies forces the inbox's cookies Secure (behind a TLS proxy
-	// that does not say so in X-Forwarded-Proto).
-	SecureCookies bool
 }
 
 // boolSetting reads a true/false setting; unset is false, anything
@@ -71,7 +67,7 @@ func loadConfig(e env) (config, error) {
 	if c.HTTP.TrustProxyHeaders, err = boolSetting(e, "INVOICED_TRUST_PROXY_HEADERS"); err != nil {
 		return c, err
 	}
-	if c.SecureCookies, err = boolSetting(e, "INVOICED_SECURE_COOKIES"); err != nil {
+	if c.App.SecureCookies, err = boolSetting(e, "INVOICED_SECURE_COOKIES"); err != nil {
 		return c, err
 	}
 	if v := e.get("INVOICED_DB_MAX_CONNS", ""); v != "" {
@@ -201,11 +197,6 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 	metrics.RegisterPool(pool)
 	cfg.HTTP.Metrics = metrics
 	e2 := server.New(cfg.HTTP, log, ready)
-	// Cookies are Secure when the request came over TLS (or says so in
-	// X-Forwarded-Proto); INVOICED_SECURE_COOKIES=true forces it.
-	webCfg := web.DefaultConfig()
-	webCfg.SecureCookies = cfg.SecureCookies
-	cfg.App.Web = &webCfg
 	a, err := app.New(ctx, cfg.App, pool, log)
 	if err != nil {
 		return err
