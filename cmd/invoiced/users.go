@@ -44,14 +44,12 @@ func cmdUsers(ctx context.Context, e env, args []string, stdin io.Reader, stdout
 		return err
 	}
 	defer pool.Close()
-	var token string
-	err = store.WithTx(ctx, pool, func(ctx context.Context, tx pgx.Tx) error {
+	token, err := store.WithTxResult(ctx, pool, func(ctx context.Context, tx pgx.Tx) (string, error) {
 		u, err := identity.UserCreate(ctx, tx, identity.UserCreateParams{Username: *username, DisplayName: *display, Role: r})
 		if err != nil {
-			return err
+			return "", err
 		}
-		token, err = identity.TokenCreate(ctx, tx, u.ID, "created with the user")
-		return err
+		return identity.TokenCreate(ctx, tx, u.ID, "created with the user")
 	})
 	if err != nil {
 		return err
