@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"regexp"
 	"time"
 
@@ -213,30 +212,6 @@ func (c *Controller) Sweep(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("confirm: %w", err)
 	}
 	return n, nil
-}
-
-// RunSweeper calls Sweep every interval until ctx is done, logging failures
-// and deletions to log (nil means slog.Default()). serve runs it in a
-// goroutine; running it on several replicas is harmless.
-func (c *Controller) RunSweeper(ctx context.Context, interval time.Duration, log *slog.Logger) {
-	if log == nil {
-		log = slog.Default()
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			n, err := c.Sweep(ctx)
-			if err != nil && ctx.Err() == nil {
-				log.ErrorContext(ctx, "confirmation sweep failed", "err", err)
-			} else if n > 0 {
-				log.InfoContext(ctx, "swept expired confirmations", "count", n)
-			}
-		}
-	}
 }
 
 type ctxKey struct{}

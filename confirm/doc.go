@@ -54,7 +54,8 @@
 // approval (ADR-0010) on every path; and a contextual binding skips frontend
 // confirmation altogether, which is why nothing consequential relies on it.
 //
-// Expired rows are protocol state, not decisions: Controller.Sweep (or
-// RunSweeper) deletes them once they are Retention (default 1 h) past expiry,
-// so a late answer still reads `expired` rather than `unknown` for that hour.
+// Expired rows are protocol state, not decisions: Controller.Sweep (app
+// runs it every 5 minutes) deletes them once they are Retention (default
+// 1 h) past expiry, so a late answer still reads `expired` rather than
+// `unknown` for that hour.
 package confirm
