@@ -10,7 +10,7 @@ import (
 
 // Evidence.Reason is the browser's free text: a NUL or invalid UTF-8 in it
 // is no infrastructure failure: both registries answer with the typed
-// result (the Postgres one used to fail its UPDATE).
+// result, the Postgres one too, whose text column cannot hold a NUL.
 func TestAReasonWithNULOrBadUTF8IsStillATypedResult(t *testing.T) {
 	t.Parallel()
 	forEach(t, func(t *testing.T, im impl) {

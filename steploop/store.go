@@ -113,7 +113,8 @@ func ConversationGet(ctx context.Context, db store.Executor, id string, owner uu
 // MessagePutRelease, commits synchronously and so flushes this one with
 // it, and every effect in between commits synchronously too. A database
 // crash before that fails the request either way; what a finished request
-// wrote is as durable as before, and a chat costs one disk flush, not two.
+// wrote is as durable as if every statement had flushed, and a chat costs
+// one disk flush, not two.
 // Inside a caller's transaction it leaves the setting alone, since it
 // would apply to that whole transaction.
 func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration, m Message) (*Lease, bool, error) {
