@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/app"
+	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop/model"
@@ -86,32 +87,8 @@ func loadConfig(e env) (config, error) {
 		}
 		c.App.Invoices.NumberPrefix = v
 	}
-	p := &c.App.Approvals
-	for _, d := range []struct {
-		key string
-		dst *time.Duration
-	}{{"INVOICED_APPROVAL_PENDING_TTL", &p.PendingTTL}, {"INVOICED_APPROVAL_APPROVED_TTL", &p.ApprovedTTL}} {
-		if v := e.get(d.key, ""); v != "" {
-			dur, err := time.ParseDuration(v)
-			if err != nil || dur <= 0 {
-				return c, fmt.Errorf("%s must be a positive duration such as 72h, not %q", d.key, v)
-			}
-			*d.dst = dur
-		}
-	}
-	if v := e.get("INVOICED_APPROVAL_QUORUM_THRESHOLD", ""); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			return c, fmt.Errorf("INVOICED_APPROVAL_QUORUM_THRESHOLD must be a positive whole amount in major units, not %q", v)
-		}
-		p.QuorumThreshold = n
-	}
-	if v := e.get("INVOICED_APPROVAL_QUORUM", ""); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 10 {
-			return c, fmt.Errorf("INVOICED_APPROVAL_QUORUM must be an integer from 1 to 10, not %q", v)
-		}
-		p.Quorum = n
+	if err := approvalSettings(e, &c.App.Approvals); err != nil {
+		return c, err
 	}
 	m, err := model.FromSettings(func(k string) string { return e.get(k, "") })
 	switch {
@@ -123,6 +100,38 @@ func loadConfig(e env) (config, error) {
 		c.App.Model = m
 	}
 	return c, nil
+}
+
+// approvalSettings reads the INVOICED_APPROVAL_* settings into p; unset
+// ones leave p's defaults.
+func approvalSettings(e env, p *approvals.Policy) error {
+	for _, d := range []struct {
+		key string
+		dst *time.Duration
+	}{{"INVOICED_APPROVAL_PENDING_TTL", &p.PendingTTL}, {"INVOICED_APPROVAL_APPROVED_TTL", &p.ApprovedTTL}} {
+		if v := e.get(d.key, ""); v != "" {
+			dur, err := time.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return fmt.Errorf("%s must be a positive duration such as 72h, not %q", d.key, v)
+			}
+			*d.dst = dur
+		}
+	}
+	if v := e.get("INVOICED_APPROVAL_QUORUM_THRESHOLD", ""); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return fmt.Errorf("INVOICED_APPROVAL_QUORUM_THRESHOLD must be a positive whole amount in major units, not %q", v)
+		}
+		p.QuorumThreshold = n
+	}
+	if v := e.get("INVOICED_APPROVAL_QUORUM", ""); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10 {
+			return fmt.Errorf("INVOICED_APPROVAL_QUORUM must be an integer from 1 to 10, not %q", v)
+		}
+		p.Quorum = n
+	}
+	return nil
 }
 
 // defaultGCPercent is serve's garbage-collection target when GOGC is not
