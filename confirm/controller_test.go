@@ -259,7 +259,7 @@ func TestHandlerErrorIsTheToolResult(t *testing.T) {
 
 func TestConcurrentEvidenceRunsOnce(t *testing.T) {
 	t.Parallel()
-	forEach(t, func(t *testing.T, im impl) {
+	forEachOnPool(t, func(t *testing.T, im impl) {
 		b := setup(t, im, confirm.ModeWait)
 		conf, h := b.pause(t, input)
 		const n = 32

@@ -29,7 +29,7 @@ func mintDirect(t *testing.T, reg confirm.Registry, c confirm.Confirmation) conf
 
 func TestRegistryContract(t *testing.T) {
 	t.Parallel()
-	forEach(t, func(t *testing.T, im impl) {
+	forEachOnPool(t, func(t *testing.T, im impl) {
 		reg, newUser := im.new(t)
 		ctx := context.Background()
 		user := newUser(t)
@@ -125,7 +125,7 @@ func TestRegistrySweepDeletesOnlyExpired(t *testing.T) {
 
 func TestRegistryConcurrentConsumeOneWinner(t *testing.T) {
 	t.Parallel()
-	forEach(t, func(t *testing.T, im impl) {
+	forEachOnPool(t, func(t *testing.T, im impl) {
 		reg, newUser := im.new(t)
 		c := mintDirect(t, reg, confirm.Confirmation{
 			ID: confirm.NewID(), Capability: "send-reminder", InputHash: hash(t, input), ConversationID: "conv-1",
@@ -203,15 +203,15 @@ func TestPostgresSingleUseAcrossPools(t *testing.T) {
 func TestPostgresConfirmationsFollowTheirUser(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := storetest.Pool(t)
-	user, err := identity.UserCreate(ctx, pool, identity.UserCreateParams{Username: "chat-user", Role: identity.RoleClerk})
+	tx := storetest.Tx(t)
+	user, err := identity.UserCreate(ctx, tx, identity.UserCreateParams{Username: "chat-user", Role: identity.RoleClerk})
 	require.NoError(t, err)
-	reg := confirm.NewPostgres(pool)
+	reg := confirm.NewPostgres(tx)
 	c := mintDirect(t, reg, confirm.Confirmation{
 		ID: confirm.NewID(), Capability: "send-reminder", InputHash: hash(t, input), ConversationID: "conv-1",
 		Principal: user.ID, ToolCallID: "call-1", CreatedAt: t0, ExpiresAt: t0.Add(time.Minute),
 	})
-	_, err = pool.Exec(ctx, `DELETE FROM users WHERE id = $1`, user.ID)
+	_, err = tx.Exec(ctx, `DELETE FROM users WHERE id = $1`, user.ID)
 	require.NoError(t, err)
 	_, err = reg.Get(ctx, c.ID)
 	require.ErrorIs(t, err, confirm.ErrUnknown)
@@ -222,7 +222,7 @@ func TestPostgresConfirmationsFollowTheirUser(t *testing.T) {
 func TestPostgresRefusesMalformedRows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	reg, newUser := impls[1].new(t)
+	reg, newUser := poolImpls[1].new(t)
 	user := newUser(t)
 	good := confirm.Confirmation{
 		ID: confirm.NewID(), Capability: "send-reminder", InputHash: hash(t, input), ConversationID: "conv-1",

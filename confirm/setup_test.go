@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/invoiced/invoiced/internal/clocktest"
+	"github.com/invoiced/invoiced/store"
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
@@ -24,27 +26,53 @@ type impl struct {
 	new  func(t *testing.T) (confirm.Registry, func(t *testing.T) uuid.UUID)
 }
 
-// impls are the implementations every contract and controller test runs
-// against: the in-memory registry and the Postgres one on a database of the
-// test's own.
-var impls = []impl{
-	{"memory", func(t *testing.T) (confirm.Registry, func(t *testing.T) uuid.UUID) {
-		return confirm.NewMemory(), func(*testing.T) uuid.UUID { return uuid.New() }
-	}},
-	{"postgres", func(t *testing.T) (confirm.Registry, func(t *testing.T) uuid.UUID) {
-		pool := storetest.Pool(t)
-		return confirm.NewPostgres(pool), func(t *testing.T) uuid.UUID {
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+
+var memoryImpl = impl{"memory", func(t *testing.T) (confirm.Registry, func(t *testing.T) uuid.UUID) {
+	return confirm.NewMemory(), func(*testing.T) uuid.UUID { return uuid.New() }
+}}
+
+// postgresImpl is the Postgres registry over db(t), making users with
+// names of their own.
+func postgresImpl(db func(t testing.TB) store.Executor) impl {
+	return impl{"postgres", func(t *testing.T) (confirm.Registry, func(t *testing.T) uuid.UUID) {
+		db := db(t)
+		return confirm.NewPostgres(db), func(t *testing.T) uuid.UUID {
 			var b [6]byte
 			_, _ = rand.Read(b[:])
-			u, err := identity.UserCreate(context.Background(), pool, identity.UserCreateParams{Username: "chat-" + hex.EncodeToString(b[:]), Role: identity.RoleClerk})
+			u, err := identity.UserCreate(context.Background(), db, identity.UserCreateParams{Username: "chat-" + hex.EncodeToString(b[:]), Role: identity.RoleClerk})
 			require.NoError(t, err)
 			return u.ID
 		}
-	}},
+	}}
 }
 
-// forEach runs fn as a parallel subtest per implementation.
+var (
+	// impls are the implementations every contract and controller test
+	// runs against: the in-memory registry and the Postgres one in a
+	// transaction of the test's own, rolled back at its end.
+	impls = []impl{memoryImpl, postgresImpl(func(t testing.TB) store.Executor { return storetest.Tx(t) })}
+	// poolImpls have the Postgres registry on a database of the test's
+	// own, for tests that one transaction cannot serve: calls from many
+	// goroutines at once, and statements that fail (a failed statement
+	// aborts the transaction it runs in).
+	poolImpls = []impl{memoryImpl, postgresImpl(func(t testing.TB) store.Executor { return storetest.Pool(t) })}
+)
+
+// forEach runs fn as a parallel subtest per implementation of impls.
 func forEach(t *testing.T, fn func(t *testing.T, im impl)) {
+	t.Helper()
+	forEachOf(t, impls, fn)
+}
+
+// forEachOnPool is forEach over poolImpls, for tests that call one
+// registry from many goroutines or expect a statement to fail.
+func forEachOnPool(t *testing.T, fn func(t *testing.T, im impl)) {
+	t.Helper()
+	forEachOf(t, poolImpls, fn)
+}
+
+func forEachOf(t *testing.T, impls []impl, fn func(t *testing.T, im impl)) {
 	t.Helper()
 	for _, im := range impls {
 		t.Run(im.name, func(t *testing.T) {
