@@ -18,13 +18,13 @@ import (
 // and everyone else is told it is no longer pending.
 func TestConcurrentDecisionsMeetQuorumOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupPool(t)
 	b.target(t, "big", 5_000_000)
 	id := uuid.MustParse(b.required(t, call(t, "issue-invoice", b.clerk, "big"), "big"))
 	const n = 12
 	deciders := make([]identity.Principal, n)
 	for i := range deciders {
-		deciders[i] = user(t, b.ctx, b.pool, fmt.Sprintf("approver-%d", i), identity.RoleApprover)
+		deciders[i] = user(t, b.ctx, b.db, fmt.Sprintf("approver-%d", i), identity.RoleApprover)
 	}
 	var (
 		wg    sync.WaitGroup
@@ -65,7 +65,7 @@ func TestConcurrentDecisionsMeetQuorumOnce(t *testing.T) {
 // too. Either way the request ends in exactly one terminal status.
 func TestConcurrentApproveAndDeny(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupPool(t)
 	b.target(t, "inv", 100)
 	for range 8 {
 		b.edit(t, "inv")

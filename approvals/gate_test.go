@@ -61,7 +61,7 @@ func TestGateRequestsOnceThenReusesPending(t *testing.T) {
 func (b *bundle) targetStatus(t *testing.T, id string) string {
 	t.Helper()
 	var s string
-	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT status FROM targets WHERE id = $1`, id).Scan(&s))
+	require.NoError(t, b.db.QueryRow(b.ctx, `SELECT status FROM targets WHERE id = $1`, id).Scan(&s))
 	return s
 }
 
@@ -111,7 +111,7 @@ func TestGateDeleteApprovalDeletesOnce(t *testing.T) {
 
 func TestGateConcurrentCallsOneWinner(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupPool(t)
 	b.target(t, "inv-1", 500)
 	c := call(t, "issue-invoice", b.clerk, "inv-1")
 	b.approve(t, b.appr1, b.required(t, c, "inv-1"))
@@ -155,7 +155,7 @@ func TestGateConcurrentCallsOneWinner(t *testing.T) {
 // lets exactly one call consume the approval.
 func TestGateSingleUseWithoutCallerStateCheck(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupPool(t)
 	b.target(t, "inv-1", 500)
 	c := call(t, "issue-invoice", b.clerk, "inv-1")
 	id := b.required(t, c, "inv-1")
@@ -173,7 +173,7 @@ func TestGateSingleUseWithoutCallerStateCheck(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			tx, err := b.pool.Begin(b.ctx)
+			tx, err := b.db.Begin(b.ctx)
 			if err != nil {
 				return
 			}
@@ -383,8 +383,8 @@ func TestDecidersPolicy(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.target(t, "inv-1", 500)
-	disabled := user(t, b.ctx, b.pool, "gone", identity.RoleApprover)
-	require.NoError(t, identity.UserSetDisabled(b.ctx, b.pool, disabled.UserID, true))
+	disabled := user(t, b.ctx, b.db, "gone", identity.RoleApprover)
+	require.NoError(t, identity.UserSetDisabled(b.ctx, b.db, disabled.UserID, true))
 	// An approver asks; the requester may not decide, whatever their role.
 	id := b.required(t, call(t, "issue-invoice", b.appr1, "inv-1"), "inv-1")
 
@@ -404,7 +404,7 @@ func TestNoEligibleApproverRefusesAtOnce(t *testing.T) {
 	b := setup(t)
 	// Leave one approver (appr1) besides the admin requester.
 	for _, p := range []identity.Principal{b.appr2} {
-		require.NoError(t, identity.UserSetDisabled(ctx, b.pool, p.UserID, true))
+		require.NoError(t, identity.UserSetDisabled(ctx, b.db, p.UserID, true))
 	}
 	b.target(t, "big", 2_000_000)
 	b.target(t, "small", 100)
@@ -415,7 +415,7 @@ func TestNoEligibleApproverRefusesAtOnce(t *testing.T) {
 	refused(t, err, http.StatusForbidden, approvals.CodeNoEligibleApprover)
 	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM approval_requests`), "nothing left pending")
 
-	require.NoError(t, identity.UserSetDisabled(ctx, b.pool, b.admin.UserID, true))
+	require.NoError(t, identity.UserSetDisabled(ctx, b.db, b.admin.UserID, true))
 	// appr1 asks; no one else may decide.
 	_, err = b.invoke(ctx, call(t, "issue-invoice", b.appr1, "small"), "small")
 	refused(t, err, http.StatusForbidden, approvals.CodeNoEligibleApprover)

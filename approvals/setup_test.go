@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -18,13 +19,12 @@ import (
 	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
 
 type bundle struct {
 	ctx    context.Context
-	pool   *pgxpool.Pool
+	db     store.Executor
 	clock  *clocktest.Clock
 	gate   *approvals.Gate
 	svc    *approvals.Service
@@ -42,40 +42,54 @@ func user(t *testing.T, ctx context.Context, db store.Executor, name string, rol
 	return u.Principal()
 }
 
-// setup returns a database with users of every role, a gate and a service
-// on a settable clock, and a "targets" table standing in for invoices: the
-// gate is tested here exactly as a consequential handler calls it.
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+
+// setup returns a rolled-back transaction with users of every role, a gate
+// and a service on a settable clock, and a "targets" table standing in for
+// invoices: the gate is tested here exactly as a consequential handler
+// calls it. The service's transactions are savepoints of it.
 func setup(t *testing.T) *bundle {
 	t.Helper()
+	return setupOn(t, storetest.Tx(t))
+}
+
+// setupPool is setup on a database of the test's own, for tests whose
+// goroutines race: one transaction serves one statement at a time.
+func setupPool(t *testing.T) *bundle {
+	t.Helper()
+	return setupOn(t, storetest.Pool(t))
+}
+
+func setupOn(t *testing.T, db store.Executor) *bundle {
+	t.Helper()
 	ctx := context.Background()
-	pool := storetest.Pool(t)
-	_, err := pool.Exec(ctx, `CREATE TABLE targets (id text PRIMARY KEY, version bigint NOT NULL DEFAULT 1,
+	_, err := db.Exec(ctx, `CREATE TABLE targets (id text PRIMARY KEY, version bigint NOT NULL DEFAULT 1,
 		status text NOT NULL DEFAULT 'draft', amount bigint NOT NULL, currency text NOT NULL DEFAULT 'EUR')`)
 	require.NoError(t, err)
 	clk := clocktest.New(time.Date(2026, 8, 3, 9, 0, 0, 0, time.UTC))
 	pol := approvals.Policy{Now: clk.Now}
 	b := &bundle{
-		ctx: ctx, pool: pool, clock: clk,
+		ctx: ctx, db: db, clock: clk,
 		gate: approvals.NewGate(pol),
-		svc:  approvals.NewService(pool, pol, nil),
+		svc:  approvals.NewService(db, pol, nil),
 	}
-	b.clerk = user(t, ctx, pool, "clerk", identity.RoleClerk)
-	b.clerk2 = user(t, ctx, pool, "clerk2", identity.RoleClerk)
-	b.appr1 = user(t, ctx, pool, "appr1", identity.RoleApprover)
-	b.appr2 = user(t, ctx, pool, "appr2", identity.RoleApprover)
-	b.admin = user(t, ctx, pool, "admin", identity.RoleAdmin)
+	b.clerk = user(t, ctx, db, "clerk", identity.RoleClerk)
+	b.clerk2 = user(t, ctx, db, "clerk2", identity.RoleClerk)
+	b.appr1 = user(t, ctx, db, "appr1", identity.RoleApprover)
+	b.appr2 = user(t, ctx, db, "appr2", identity.RoleApprover)
+	b.admin = user(t, ctx, db, "admin", identity.RoleAdmin)
 	return b
 }
 
 func (b *bundle) target(t *testing.T, id string, amount int64) {
 	t.Helper()
-	_, err := b.pool.Exec(b.ctx, `INSERT INTO targets (id, amount) VALUES ($1, $2)`, id, amount)
+	_, err := b.db.Exec(b.ctx, `INSERT INTO targets (id, amount) VALUES ($1, $2)`, id, amount)
 	require.NoError(t, err)
 }
 
 func (b *bundle) edit(t *testing.T, id string) {
 	t.Helper()
-	_, err := b.pool.Exec(b.ctx, `UPDATE targets SET version = version + 1 WHERE id = $1`, id)
+	_, err := b.db.Exec(b.ctx, `UPDATE targets SET version = version + 1 WHERE id = $1`, id)
 	require.NoError(t, err)
 }
 
@@ -94,7 +108,7 @@ const codeInvalidTransition = "INVALID_TRANSITION"
 // check its state, pass the gate, apply the effect, audit it, commit.
 func (b *bundle) invoke(ctx context.Context, c capability.Call, targetID string) (capability.Grant, error) {
 	var grant capability.Grant
-	err := store.WithTx(ctx, b.pool, func(ctx context.Context, tx pgx.Tx) error {
+	err := store.WithTx(ctx, b.db, func(ctx context.Context, tx pgx.Tx) error {
 		var (
 			version, amount  int64
 			status, currency string
@@ -153,12 +167,12 @@ func (b *bundle) required(t *testing.T, c capability.Call, targetID string) stri
 func (b *bundle) count(t *testing.T, q string, args ...any) int {
 	t.Helper()
 	var n int
-	require.NoError(t, b.pool.QueryRow(b.ctx, q, args...).Scan(&n))
+	require.NoError(t, b.db.QueryRow(b.ctx, q, args...).Scan(&n))
 	return n
 }
 
 func (b *bundle) verify(t *testing.T) {
 	t.Helper()
-	_, err := audit.Verify(b.ctx, b.pool)
+	_, err := audit.Verify(b.ctx, b.db)
 	require.NoError(t, err)
 }
