@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,20 +19,22 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+
 // A handler that panics must not leave its key claimed: the retry runs
 // (and here succeeds) instead of finding the key in use for the lease.
 func TestPanickingHandlerReleasesItsKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := storetest.Pool(t)
-	u, err := identity.UserCreate(ctx, pool, identity.UserCreateParams{Username: "pat", Role: identity.RoleClerk})
+	tx := storetest.Tx(t)
+	u, err := identity.UserCreate(ctx, tx, identity.UserCreateParams{Username: "pat", Role: identity.RoleClerk})
 	require.NoError(t, err)
-	tok, err := identity.TokenCreate(ctx, pool, u.ID, "test")
+	tok, err := identity.TokenCreate(ctx, tx, u.ID, "test")
 	require.NoError(t, err)
 
 	var calls atomic.Int32
 	e := server.New(server.DefaultConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)), func(context.Context) error { return nil })
-	g := e.Group("/v1", identity.Authenticate(pool, nil), idempotency.Middleware(pool))
+	g := e.Group("/v1", identity.Authenticate(tx, nil), idempotency.Middleware(tx))
 	g.POST("/flaky", func(c echo.Context) error {
 		if calls.Add(1) == 1 {
 			panic("the first call breaks")

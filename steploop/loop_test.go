@@ -363,15 +363,15 @@ func TestChatAnswerThatCannotBeStoredEndsWithAnError(t *testing.T) {
 
 func TestChatWithoutModelIs503(t *testing.T) {
 	t.Parallel()
-	pool := storetest.Pool(t)
-	svc, err := steploop.New(steploop.Config{DB: pool, Tools: capability.NewRegistry(), Frontend: []steploop.FrontendTool{steploop.ShowInvoice}})
+	tx := storetest.Tx(t)
+	svc, err := steploop.New(steploop.Config{DB: tx, Tools: capability.NewRegistry(), Frontend: []steploop.FrontendTool{steploop.ShowInvoice}})
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return nil })
-	chatRoutes(e.Group("/v1", identity.Authenticate(pool, nil)), svc)
-	u, err := identity.UserCreate(context.Background(), pool, identity.UserCreateParams{Username: "clerk", Role: identity.RoleClerk})
+	chatRoutes(e.Group("/v1", identity.Authenticate(tx, nil)), svc)
+	u, err := identity.UserCreate(context.Background(), tx, identity.UserCreateParams{Username: "clerk", Role: identity.RoleClerk})
 	require.NoError(t, err)
-	tok, err := identity.TokenCreate(context.Background(), pool, u.ID, "t")
+	tok, err := identity.TokenCreate(context.Background(), tx, u.ID, "t")
 	require.NoError(t, err)
 	req := httptest.NewRequest(http.MethodPost, "/v1/chat", strings.NewReader(`{"id":"c1","messages":[],"trigger":"submit-message"}`))
 	req.Header.Set("Authorization", "Bearer "+tok)
@@ -386,9 +386,9 @@ func TestChatWithoutModelIs503(t *testing.T) {
 // time to run at all: refused when the service is built, by name.
 func TestNewRefusesALeaseShorterThanTheRunMargin(t *testing.T) {
 	t.Parallel()
-	pool := storetest.Pool(t)
+	tx := storetest.Tx(t)
 	for _, ttl := range []time.Duration{time.Second, 30 * time.Second} {
-		_, err := steploop.New(steploop.Config{DB: pool, Tools: capability.NewRegistry(), LeaseTTL: ttl})
+		_, err := steploop.New(steploop.Config{DB: tx, Tools: capability.NewRegistry(), LeaseTTL: ttl})
 		require.ErrorContains(t, err, "LeaseTTL", ttl.String())
 	}
 }
