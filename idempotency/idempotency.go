@@ -96,12 +96,13 @@ const recordColumns = `principal_id, key, request_hash, status, response_headers
 // whether this caller now owns it; otherwise the existing record is
 // returned.
 func KeyClaim(ctx context.Context, db store.Executor, principal uuid.UUID, key, requestHash, method, path string) (rec *Record, claimed bool, err error) {
-	// The holder may release the key between our INSERT and SELECT; then
-	// the key is free and the INSERT is tried again. Three rounds are
-	// plenty: each needs a whole request to start and fail in between.
+	// The holder may release the key between our INSERT and SELECT (which
+	// then finds no row); then the key is free and the INSERT is tried
+	// again. Three rounds are plenty: each needs a whole request to start
+	// and fail in between.
 	for range 3 {
 		rec, claimed, err = keyClaimOnce(ctx, db, principal, key, requestHash, method, path)
-		if !problem.HasCode(err, problem.CodeNotFound) {
+		if !errors.Is(err, pgx.ErrNoRows) {
 			return rec, claimed, err
 		}
 	}
