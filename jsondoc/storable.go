@@ -1,6 +1,9 @@
 package jsondoc
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Unstorable says why raw, a JSON document, cannot be stored as it is in
 // a jsonb column and read back by a JavaScript client, or "" when it can:
@@ -25,4 +28,16 @@ func Unstorable(raw []byte) string {
 // unchanged: U+0000 and invalid UTF-8 become U+FFFD.
 func StorableText(s string) string {
 	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
+}
+
+// UnstorableText returns the rule text s breaks that PostgreSQL would
+// refuse (InvalidUTF8, then NUL), and whether it breaks one.
+func UnstorableText(s string) (Rule, bool) {
+	switch {
+	case !utf8.ValidString(s):
+		return InvalidUTF8, true
+	case strings.IndexByte(s, 0) >= 0:
+		return NUL, true
+	}
+	return 0, false
 }

@@ -38,3 +38,14 @@ func TestStorableTextReplacesWhatPostgresRefuses(t *testing.T) {
 	require.Equal(t, "a\ufffdb\ufffdc é", jsondoc.StorableText("a\x00b\xffc é"))
 	require.Equal(t, "plain", jsondoc.StorableText("plain"))
 }
+
+func TestUnstorableTextNamesItsRule(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[string]jsondoc.Rule{"a\x00b": jsondoc.NUL, "a\xffb\x00": jsondoc.InvalidUTF8} {
+		got, bad := jsondoc.UnstorableText(s)
+		require.True(t, bad, "%q", s)
+		require.Equal(t, want, got, "%q", s)
+	}
+	_, bad := jsondoc.UnstorableText("é \ufffd")
+	require.False(t, bad)
+}
