@@ -16,6 +16,7 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/stretchr/testify/require"
@@ -459,21 +460,21 @@ func TestPaginationStable(t *testing.T) {
 		}
 		r := b.h.Do(t, http.MethodGet, path, b.clerk, nil)
 		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
-		var page invoices.List[invoices.Invoice]
-		r.JSON(t, &page)
-		require.LessOrEqual(t, len(page.Data), 10)
-		for _, inv := range page.Data {
+		var got page.List[invoices.Invoice]
+		r.JSON(t, &got)
+		require.LessOrEqual(t, len(got.Data), 10)
+		for _, inv := range got.Data {
 			seen[inv.ID.String()]++
 		}
 		// Rows inserted between pages (for this and another customer)
 		// neither repeat nor hide what was there.
 		invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
 		invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &other.ID})
-		if !page.HasMore {
-			require.Nil(t, page.NextCursor)
+		if !got.HasMore {
+			require.Nil(t, got.NextCursor)
 			break
 		}
-		cursor = *page.NextCursor
+		cursor = *got.NextCursor
 	}
 	for id := range want {
 		require.Equal(t, 1, seen[id], "invoice %s seen %d times", id, seen[id])
@@ -485,20 +486,20 @@ func TestPaginationStable(t *testing.T) {
 	// Filters.
 	issued := invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &other.ID})
 	r := b.h.Do(t, http.MethodGet, "/v1/invoices?status=issued", b.clerk, nil)
-	var page invoices.List[invoices.Invoice]
-	r.JSON(t, &page)
-	require.Len(t, page.Data, 1)
-	require.Equal(t, issued.ID, page.Data[0].ID)
+	var got page.List[invoices.Invoice]
+	r.JSON(t, &got)
+	require.Len(t, got.Data, 1)
+	require.Equal(t, issued.ID, got.Data[0].ID)
 	r = b.h.Do(t, http.MethodGet, "/v1/invoices?number="+*issued.Number, b.clerk, nil)
-	r.JSON(t, &page)
-	require.Len(t, page.Data, 1)
+	r.JSON(t, &got)
+	require.Len(t, got.Data, 1)
 	r = b.h.Do(t, http.MethodGet, "/v1/invoices?created_after=2999-01-01T00:00:00Z", b.clerk, nil)
-	r.JSON(t, &page)
-	require.Empty(t, page.Data)
+	r.JSON(t, &got)
+	require.Empty(t, got.Data)
 	r = b.h.Do(t, http.MethodGet, "/v1/invoices", b.clerk, nil)
-	r.JSON(t, &page)
-	require.Len(t, page.Data, 20) // the default limit
-	require.True(t, page.HasMore)
+	r.JSON(t, &got)
+	require.Len(t, got.Data, 20) // the default limit
+	require.True(t, got.HasMore)
 
 	// Bad list parameters name themselves.
 	for q, field := range map[string]string{
@@ -509,7 +510,7 @@ func TestPaginationStable(t *testing.T) {
 		requireField(t, requireProblem(t, r, http.StatusUnprocessableEntity, "VALIDATION_FAILED"), field)
 	}
 	r = b.h.Do(t, http.MethodGet, "/v1/customers?limit=1", b.clerk, nil)
-	var cpage invoices.List[invoices.Customer]
+	var cpage page.List[invoices.Customer]
 	r.JSON(t, &cpage)
 	require.Len(t, cpage.Data, 1)
 	require.True(t, cpage.HasMore)

@@ -11,6 +11,7 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/money"
+	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
@@ -96,18 +97,6 @@ func (s *Service) audit(ctx context.Context, tx pgx.Tx, call capability.Call, ty
 		Data:        data,
 	})
 	return err
-}
-
-func pageOf(limit int, cursor string) (Page, error) {
-	p := Page{Limit: limit}
-	if cursor != "" {
-		c, err := ParseCursor(cursor)
-		if err != nil {
-			return Page{}, err
-		}
-		p.After = c
-	}
-	return p, nil
 }
 
 // ---- customers ----
@@ -219,32 +208,29 @@ func (s *Service) CustomerGet(ctx context.Context, call capability.Call) (any, e
 	return CustomerGetByID(ctx, s.db, id)
 }
 
-type listInput struct {
-	Limit         int     `json:"limit"`
-	Cursor        string  `json:"cursor"`
-	Status        string  `json:"status"`
-	CustomerID    *string `json:"customer_id"`
-	Number        string  `json:"number"`
-	CreatedAfter  *string `json:"created_after"`
-	CreatedBefore *string `json:"created_before"`
+type customerListInput struct {
+	Limit  int    `json:"limit"`
+	Cursor string `json:"cursor"`
 }
 
 // CustomerListAll is the list-customers capability.
 func (s *Service) CustomerListAll(ctx context.Context, call capability.Call) (any, error) {
-	var in listInput
+	var in customerListInput
 	if err := decode(call, &in); err != nil {
 		return nil, err
 	}
-	p, err := pageOf(in.Limit, in.Cursor)
+	p := page.Request{Limit: in.Limit}
+	if in.Cursor != "" {
+		var err error
+		if p.After, err = page.ParseCursor(in.Cursor); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := CustomerList(ctx, s.db, p.Ahead())
 	if err != nil {
 		return nil, err
 	}
-	p.Limit++ // one more tells whether there is a next page
-	rows, err := CustomerList(ctx, s.db, p)
-	if err != nil {
-		return nil, err
-	}
-	return page(rows, in.Limit, func(c *Customer) Cursor { return Cursor{CreatedAt: c.CreatedAt, ID: c.ID} }), nil
+	return page.Of(rows, p.Limit), nil
 }
 
 // ---- invoices ----
@@ -426,46 +412,6 @@ func (s *Service) InvoiceGet(ctx context.Context, call capability.Call) (any, er
 		return nil, err
 	}
 	return InvoiceGetByID(ctx, s.db, id)
-}
-
-// InvoiceListAll is the list-invoices capability.
-func (s *Service) InvoiceListAll(ctx context.Context, call capability.Call) (any, error) {
-	var in listInput
-	if err := decode(call, &in); err != nil {
-		return nil, err
-	}
-	p, err := pageOf(in.Limit, in.Cursor)
-	if err != nil {
-		return nil, err
-	}
-	f := InvoiceFilter{Status: Status(in.Status), Number: in.Number}
-	if in.CustomerID != nil {
-		id, err := parseID("customer_id", *in.CustomerID)
-		if err != nil {
-			return nil, err
-		}
-		f.CustomerID = &id
-	}
-	for _, r := range []struct {
-		field string
-		raw   *string
-		dst   **time.Time
-	}{{"created_after", in.CreatedAfter, &f.CreatedAfter}, {"created_before", in.CreatedBefore, &f.CreatedBefore}} {
-		if r.raw == nil {
-			continue
-		}
-		t, err := time.Parse(time.RFC3339Nano, *r.raw)
-		if err != nil {
-			return nil, problem.Invalid(r.field, "must be an RFC 3339 date-time")
-		}
-		*r.dst = &t
-	}
-	p.Limit++
-	rows, err := InvoiceList(ctx, s.db, f, p)
-	if err != nil {
-		return nil, err
-	}
-	return page(rows, in.Limit, func(inv *Invoice) Cursor { return Cursor{CreatedAt: inv.CreatedAt, ID: inv.ID} }), nil
 }
 
 // lockForAction opens the common start of every invoice mutation: lock

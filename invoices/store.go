@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
@@ -95,15 +96,9 @@ func InvoiceDraftsTouchByCustomerTx(ctx context.Context, tx pgx.Tx, id uuid.UUID
 	return mapError(err, "invoices")
 }
 
-// Page is a keyset position: the (created_at, id) of the last row seen.
-type Page struct {
-	Limit int
-	After *Cursor
-}
-
 // CustomerList returns up to p.Limit customers after p.After in
 // (created_at, id) order.
-func CustomerList(ctx context.Context, db store.Executor, p Page) ([]*Customer, error) {
+func CustomerList(ctx context.Context, db store.Executor, p page.Request) ([]*Customer, error) {
 	q := `SELECT ` + customerColumns + ` FROM customers`
 	args := []any{}
 	if p.After != nil {
@@ -376,7 +371,7 @@ type InvoiceFilter struct {
 
 // InvoiceList returns up to p.Limit invoices (with lines) matching f after
 // p.After in (created_at, id) order.
-func InvoiceList(ctx context.Context, db store.Executor, f InvoiceFilter, p Page) ([]*Invoice, error) {
+func InvoiceList(ctx context.Context, db store.Executor, f InvoiceFilter, p page.Request) ([]*Invoice, error) {
 	var (
 		where []string
 		args  []any
