@@ -27,7 +27,8 @@ func (s *Service) InvoiceGet(ctx context.Context, call capability.Call) (any, er
 }
 
 // lockForAction opens the common start of every invoice mutation: lock
-// the row, honour If-Match, check the status machine.
+// the row (with its lines, which the mutation then reuses), honour
+// If-Match, check the status machine.
 func lockForAction(ctx context.Context, tx pgx.Tx, call capability.Call, id uuid.UUID, action Action) (*Invoice, error) {
 	inv, err := InvoiceLockTx(ctx, tx, id)
 	if err != nil {
@@ -103,7 +104,7 @@ func (s *Service) Issue(ctx context.Context, call capability.Call) (any, error) 
 		}); err != nil {
 			return nil, err
 		}
-		return InvoiceIssueTx(ctx, tx, inv.ID, s.prefix, now)
+		return InvoiceIssueTx(ctx, tx, inv, s.prefix, now)
 	}))
 }
 
@@ -147,7 +148,7 @@ func (s *Service) settle(ctx context.Context, call capability.Call, action Actio
 			return nil, err
 		}
 		to, _ := Transition(inv.Status, action)
-		out, err := InvoiceSetStatusTx(ctx, tx, inv.ID, to, s.clock())
+		out, err := InvoiceSetStatusTx(ctx, tx, inv, to, s.clock())
 		if err != nil {
 			return nil, err
 		}

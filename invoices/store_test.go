@@ -179,10 +179,11 @@ func TestGaplessNumbering(t *testing.T) {
 			for i := range jobs {
 				var number string
 				err := store.WithTx(b.ctx, b.pool, func(ctx context.Context, tx pgx.Tx) error {
-					if _, err := invoices.InvoiceLockTx(ctx, tx, ids[i]); err != nil {
+					draft, err := invoices.InvoiceLockTx(ctx, tx, ids[i])
+					if err != nil {
 						return err
 					}
-					inv, err := invoices.InvoiceIssueTx(ctx, tx, ids[i], "INV", at)
+					inv, err := invoices.InvoiceIssueTx(ctx, tx, draft, "INV", at)
 					if err != nil {
 						return err
 					}
@@ -245,7 +246,7 @@ func TestNumberSeriesPerPrefixAndYear(t *testing.T) {
 		d := invoicetest.Draft(b.ctx, t, b.pool, invoicetest.DraftOpts{})
 		var num string
 		require.NoError(t, store.WithTx(b.ctx, b.pool, func(ctx context.Context, tx pgx.Tx) error {
-			inv, err := invoices.InvoiceIssueTx(ctx, tx, d.ID, prefix, at)
+			inv, err := invoices.InvoiceIssueTx(ctx, tx, d, prefix, at)
 			if err == nil {
 				num = *inv.Number
 			}

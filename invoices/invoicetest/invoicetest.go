@@ -78,7 +78,11 @@ func Issued(ctx context.Context, t testing.TB, db store.Executor, opts DraftOpts
 	t.Helper()
 	d := Draft(ctx, t, db, opts)
 	out, err := store.WithTxResult(ctx, db, func(ctx context.Context, tx pgx.Tx) (*invoices.Invoice, error) {
-		return invoices.InvoiceIssueTx(ctx, tx, d.ID, invoices.DefaultNumberPrefix, time.Now())
+		inv, err := invoices.InvoiceLockTx(ctx, tx, d.ID)
+		if err != nil {
+			return nil, err
+		}
+		return invoices.InvoiceIssueTx(ctx, tx, inv, invoices.DefaultNumberPrefix, time.Now())
 	})
 	require.NoError(t, err)
 	return out
