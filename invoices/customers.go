@@ -28,11 +28,8 @@ func checkCurrency(field, c string) error {
 
 // CustomerCreate is the create-customer capability.
 func (s *Service) CustomerCreate(ctx context.Context, call capability.Call) (any, error) {
-	if err := requireWriter(call.Principal); err != nil {
-		return nil, err
-	}
-	var in customerInput
-	if err := decode(call, &in); err != nil {
+	in, err := writable[customerInput](call)
+	if err != nil {
 		return nil, err
 	}
 	if err := checkCurrency("currency", *in.Currency); err != nil {
@@ -53,11 +50,8 @@ func (s *Service) CustomerCreate(ctx context.Context, call capability.Call) (any
 
 // CustomerUpdate is the update-customer capability.
 func (s *Service) CustomerUpdate(ctx context.Context, call capability.Call) (any, error) {
-	if err := requireWriter(call.Principal); err != nil {
-		return nil, err
-	}
-	var in customerInput
-	if err := decode(call, &in); err != nil {
+	in, err := writable[customerInput](call)
+	if err != nil {
 		return nil, err
 	}
 	if in.Currency != nil {

@@ -57,11 +57,8 @@ func customerExists(ctx context.Context, db store.Executor, id uuid.UUID) (*Cust
 
 // DraftCreate is the create-draft-invoice capability.
 func (s *Service) DraftCreate(ctx context.Context, call capability.Call) (any, error) {
-	if err := requireWriter(call.Principal); err != nil {
-		return nil, err
-	}
-	var in draftInput
-	if err := decode(call, &in); err != nil {
+	in, err := writable[draftInput](call)
+	if err != nil {
 		return nil, err
 	}
 	due, err := s.dueDatePtr(in.DueDate)
@@ -106,18 +103,11 @@ func (s *Service) DraftCreate(ctx context.Context, call capability.Call) (any, e
 // DraftUpdate is the update-draft-invoice capability: absent fields stay,
 // lines (when sent) replace all lines.
 func (s *Service) DraftUpdate(ctx context.Context, call capability.Call) (any, error) {
-	if err := requireWriter(call.Principal); err != nil {
+	in, err := writable[draftInput](call)
+	if err != nil {
 		return nil, err
 	}
-	var in draftInput
-	if err := decode(call, &in); err != nil {
-		return nil, err
-	}
-	return result(store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Invoice, error) {
-		inv, err := lockForAction(ctx, tx, call, in.InvoiceID, ActionUpdate)
-		if err != nil {
-			return nil, err
-		}
+	return s.mutate(ctx, call, in.InvoiceID, ActionUpdate, func(ctx context.Context, tx pgx.Tx, inv *Invoice) (*Invoice, error) {
 		if err := s.applyDraft(ctx, tx, inv, in); err != nil {
 			return nil, err
 		}
@@ -127,7 +117,7 @@ func (s *Service) DraftUpdate(ctx context.Context, call capability.Call) (any, e
 		}
 		return out, s.audit(ctx, tx, call, "invoice.draft_updated", "invoice", out.ID, map[string]any{
 			"version": out.Version, "total": out.Total, "lines": len(out.Lines)})
-	}))
+	})
 }
 
 // applyDraft writes the members in sent onto the locked draft inv.

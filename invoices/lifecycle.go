@@ -43,6 +43,19 @@ func lockForAction(ctx context.Context, tx pgx.Tx, call capability.Call, id uuid
 	return inv, nil
 }
 
+// mutate runs fn in one transaction on invoice id, locked and checked for
+// action (lockForAction); fn's invoice is the capability's output.
+func (s *Service) mutate(ctx context.Context, call capability.Call, id uuid.UUID, action Action,
+	fn func(ctx context.Context, tx pgx.Tx, inv *Invoice) (*Invoice, error)) (any, error) {
+	return result(store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Invoice, error) {
+		inv, err := lockForAction(ctx, tx, call, id, action)
+		if err != nil {
+			return nil, err
+		}
+		return fn(ctx, tx, inv)
+	}))
+}
+
 // authorize builds the gate's target (the invoice as the approver will see
 // it) and asks the gate; its refusal is returned as is, so a
 // store.CommitAnd refusal still commits what the gate recorded.
@@ -61,29 +74,15 @@ func (s *Service) authorize(ctx context.Context, tx pgx.Tx, call capability.Call
 	})
 }
 
-// writable starts a mutation of one invoice: the caller's role, then its
-// target.
-func writable(call capability.Call) (targetInput, error) {
-	var in targetInput
-	if err := requireWriter(call.Principal); err != nil {
-		return in, err
-	}
-	return in, decode(call, &in)
-}
-
 // Issue is the issue-invoice capability (consequential). In one
 // transaction: lock, state checks (nothing is created or consumed when
 // they fail), the gate, the audit event, then the number as the last write.
 func (s *Service) Issue(ctx context.Context, call capability.Call) (any, error) {
-	in, err := writable(call)
+	in, err := writable[targetInput](call)
 	if err != nil {
 		return nil, err
 	}
-	return result(store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Invoice, error) {
-		inv, err := lockForAction(ctx, tx, call, in.InvoiceID, ActionIssue)
-		if err != nil {
-			return nil, err
-		}
+	return s.mutate(ctx, call, in.InvoiceID, ActionIssue, func(ctx context.Context, tx pgx.Tx, inv *Invoice) (*Invoice, error) {
 		now := s.clock()
 		if len(inv.Lines) == 0 {
 			return nil, problem.Invalid("lines", "an invoice needs at least one line to be issued")
@@ -105,12 +104,12 @@ func (s *Service) Issue(ctx context.Context, call capability.Call) (any, error) 
 			return nil, err
 		}
 		return InvoiceIssueTx(ctx, tx, inv, s.prefix, now)
-	}))
+	})
 }
 
 // Delete is the delete-invoice capability (consequential): only drafts.
 func (s *Service) Delete(ctx context.Context, call capability.Call) (any, error) {
-	in, err := writable(call)
+	in, err := writable[targetInput](call)
 	if err != nil {
 		return nil, err
 	}
@@ -138,15 +137,11 @@ func (s *Service) Delete(ctx context.Context, call capability.Call) (any, error)
 }
 
 func (s *Service) settle(ctx context.Context, call capability.Call, action Action, event string) (any, error) {
-	in, err := writable(call)
+	in, err := writable[targetInput](call)
 	if err != nil {
 		return nil, err
 	}
-	return result(store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Invoice, error) {
-		inv, err := lockForAction(ctx, tx, call, in.InvoiceID, action)
-		if err != nil {
-			return nil, err
-		}
+	return s.mutate(ctx, call, in.InvoiceID, action, func(ctx context.Context, tx pgx.Tx, inv *Invoice) (*Invoice, error) {
 		to, _ := Transition(inv.Status, action)
 		out, err := InvoiceSetStatusTx(ctx, tx, inv, to, s.clock())
 		if err != nil {
@@ -157,7 +152,7 @@ func (s *Service) settle(ctx context.Context, call capability.Call, action Actio
 			data["reason"] = in.Reason
 		}
 		return out, s.audit(ctx, tx, call, event, "invoice", out.ID, data)
-	}))
+	})
 }
 
 // Void is the void-invoice capability: issued → void.

@@ -78,6 +78,18 @@ func decode(call capability.Call, v any) error {
 	return nil
 }
 
+// writable starts a mutation: the caller's role first, then its input.
+func writable[T any](call capability.Call) (T, error) {
+	var in T
+	if err := requireWriter(call.Principal); err != nil {
+		return in, err
+	}
+	if err := decode(call, &in); err != nil {
+		return in, err
+	}
+	return in, nil
+}
+
 func (s *Service) audit(ctx context.Context, tx pgx.Tx, call capability.Call, typ, subjectType string, id uuid.UUID, data any) error {
 	_, err := audit.AppendTx(ctx, tx, audit.Event{
 		Type:        typ,

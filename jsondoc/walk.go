@@ -157,13 +157,7 @@ func (w *walker) object() (any, error) {
 		}
 		w.path = w.path[:len(w.path)-1]
 	}
-	if _, err := w.dec.Token(); err != nil {
-		return nil, err
-	}
-	if !w.build {
-		return nil, nil
-	}
-	return obj, nil
+	return w.end(obj)
 }
 
 func (w *walker) array() (any, error) {
@@ -183,13 +177,18 @@ func (w *walker) array() (any, error) {
 		}
 	}
 	w.path = w.path[:len(w.path)-1]
+	return w.end(arr)
+}
+
+// end reads the closing delimiter of the container whose value is v.
+func (w *walker) end(v any) (any, error) {
 	if _, err := w.dec.Token(); err != nil {
 		return nil, err
 	}
 	if !w.build {
-		return nil, nil
+		return nil, nil // not v: a nil map in an interface is not nil
 	}
-	return arr, nil
+	return v, nil
 }
 
 // text checks a string or member name s whose token began at raw[start:]
