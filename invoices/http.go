@@ -93,7 +93,7 @@ func (h *Handler) list(c echo.Context, name string) error {
 		v := vs[len(vs)-1]
 		// json.Marshal below would quietly turn bad bytes into U+FFFD.
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return problem.Invalid(strings.ToValidUTF8(k, "\ufffd"), "must be valid UTF-8")
+			return problem.Invalid(strings.ToValidUTF8(k, "\ufffd"), "%s", jsondoc.InvalidUTF8.Message())
 		}
 		if k == "limit" {
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil {

@@ -3,7 +3,6 @@ package jsondoc
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 
 	"github.com/gowebpki/jcs"
@@ -36,13 +35,4 @@ func Hash(doc []byte) (string, error) {
 		return "", err
 	}
 	return Sum(c), nil
-}
-
-// HashValue marshals v to JSON and returns Hash of it.
-func HashValue(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", fmt.Errorf("marshal for hash: %w", err)
-	}
-	return Hash(b)
 }

@@ -16,11 +16,11 @@ import (
 // million frames of recursion.
 const maxDepth = 10_000
 
-// ErrTrailing is the error of a document with data after its value.
-var ErrTrailing = errors.New("jsondoc: data after the JSON value")
+// errTrailing is the error of a document with data after its value.
+var errTrailing = errors.New("jsondoc: data after the JSON value")
 
-// ErrDepth is the error of a document nested deeper than maxDepth.
-var ErrDepth = errors.New("jsondoc: nested too deeply")
+// errDepth is the error of a document nested deeper than maxDepth.
+var errDepth = errors.New("jsondoc: nested too deeply")
 
 // Parse decodes raw, which must hold exactly one JSON value, and checks
 // every rule on the way: one pass gives the value and its findings. An
@@ -74,7 +74,7 @@ func (w *walker) document() (any, error) {
 		return nil, err
 	}
 	if _, err := w.dec.Token(); err != io.EOF {
-		return nil, ErrTrailing
+		return nil, errTrailing
 	}
 	return v, nil
 }
@@ -105,7 +105,7 @@ func (w *walker) value() (any, error) {
 	switch t := tok.(type) {
 	case json.Delim:
 		if len(w.path) >= maxDepth {
-			return nil, ErrDepth
+			return nil, errDepth
 		}
 		if t == '{' {
 			return w.object()
