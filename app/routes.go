@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/invoiced/invoiced/approvals"
-	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/capability/caphttp"
 	"github.com/invoiced/invoiced/idempotency"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
@@ -28,7 +28,7 @@ func (a *App) Routes(e *echo.Echo) {
 	me := &identity.Handler{DB: a.pool}
 	v1.GET("/me", me.Me)
 
-	caps := &capability.HTTP{Registry: a.caps}
+	caps := &caphttp.Handler{Registry: a.caps}
 	v1.GET("/capabilities", caps.List)
 	v1.POST("/capabilities/:name/invoke", caps.Invoke)
 

@@ -10,12 +10,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
 )
@@ -51,7 +50,7 @@ func AppendTx(ctx context.Context, tx pgx.Tx, ev Event) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("audit: marshal: %w", err)
 	}
-	canon, err := capability.Canonical(raw)
+	canon, err := jsondoc.Canonical(raw)
 	if err != nil {
 		return 0, fmt.Errorf("audit: canonical: %w", err)
 	}
@@ -154,15 +153,16 @@ func verify(ctx context.Context, db store.Executor, anchor *Head) (Head, error) 
 		if !bytes.Equal(prevHash, head.Hash) {
 			return head, &BrokenError{Seq: seq, Reason: "prev_hash does not match the previous row"}
 		}
-		canon, err := capability.Canonical([]byte(event))
+		canon, err := jsondoc.Canonical([]byte(event))
 		if err != nil {
 			return head, &BrokenError{Seq: seq, Reason: "event is not canonicalisable"}
 		}
 		// The hash covers the canonical form, whose numbers are doubles;
 		// a stored number that is not exactly its double (3 edited into
 		// 3.00000000000000000001) would hash the same, so it is refused.
-		if f := inexactNumber(event); f != "" {
-			return head, &BrokenError{Seq: seq, Reason: fmt.Sprintf("number %s is not what was hashed", f)}
+		f, _ := jsondoc.Check([]byte(event)) // it parsed as RFC 8785 JSON above
+		if path, ok := f.First(jsondoc.Inexact); ok {
+			return head, &BrokenError{Seq: seq, Reason: fmt.Sprintf("the number at %s is not what was hashed", path)}
 		}
 		sum := sha256.Sum256(append(append([]byte{}, head.Hash...), canon...))
 		if !bytes.Equal(sum[:], hashV) {
@@ -180,31 +180,4 @@ func verify(ctx context.Context, db store.Executor, anchor *Head) (Head, error) 
 		return head, &BrokenError{Seq: head.Seq + 1, Reason: fmt.Sprintf("the chain ends at seq %d, before the anchor's %d: events were removed", head.Seq, anchor.Seq)}
 	}
 	return head, nil
-}
-
-// inexactNumber returns the first number in the JSON text event whose
-// value is not exactly that of its nearest double (as RFC 8785 writes it),
-// or "".
-func inexactNumber(event string) string {
-	dec := json.NewDecoder(strings.NewReader(event))
-	dec.UseNumber()
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		n, ok := tok.(json.Number)
-		if !ok {
-			continue
-		}
-		stored, ok := new(big.Rat).SetString(n.String())
-		f, err := strconv.ParseFloat(n.String(), 64)
-		if !ok || err != nil {
-			return n.String()
-		}
-		hashed, _ := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
-		if stored.Cmp(hashed) != 0 {
-			return n.String()
-		}
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 
@@ -11,13 +12,16 @@ import (
 	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
 
-func appendOne(ctx context.Context, t *testing.T, pool *pgxpool.Pool, i int) {
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+
+// appendOne appends event i in a transaction of its own, a savepoint when
+// db is the test's rolled-back transaction.
+func appendOne(ctx context.Context, t *testing.T, db store.Executor, i int) {
 	t.Helper()
-	require.NoError(t, store.WithTx(ctx, pool, func(ctx context.Context, tx pgx.Tx) error {
+	require.NoError(t, store.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := audit.AppendTx(ctx, tx, audit.Event{
 			Type: "invoice.updated", ActorID: "u1", Actor: "alice", Via: "rest",
 			SubjectType: "invoice", SubjectID: fmt.Sprint(i), Data: map[string]any{"n": i, "memo": "ü"},
@@ -49,17 +53,17 @@ func TestConcurrentAppendsKeepOneChain(t *testing.T) {
 func TestRolledBackAppendLeavesNoGap(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := storetest.Pool(t)
-	appendOne(ctx, t, pool, 1)
-	err := store.WithTx(ctx, pool, func(ctx context.Context, tx pgx.Tx) error {
+	db := storetest.Tx(t)
+	appendOne(ctx, t, db, 1)
+	err := store.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := audit.AppendTx(ctx, tx, audit.Event{Type: "x", Via: "rest", SubjectType: "invoice", SubjectID: "2"}); err != nil {
 			return err
 		}
 		return errors.New("roll back")
 	})
 	require.Error(t, err)
-	appendOne(ctx, t, pool, 3)
-	n, err := audit.Verify(ctx, pool)
+	appendOne(ctx, t, db, 3)
+	n, err := audit.Verify(ctx, db)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n)
 }
@@ -67,24 +71,32 @@ func TestRolledBackAppendLeavesNoGap(t *testing.T) {
 func TestAuditIsAppendOnlyAndTamperingIsDetected(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := storetest.Pool(t)
+	db := storetest.Tx(t)
 	for i := range 5 {
-		appendOne(ctx, t, pool, i)
+		appendOne(ctx, t, db, i)
 	}
-	_, err := pool.Exec(ctx, `UPDATE audit_events SET event = jsonb_set(event, '{data,n}', '99') WHERE seq = 3`)
-	require.ErrorContains(t, err, "append-only")
-	_, err = pool.Exec(ctx, `DELETE FROM audit_events WHERE seq = 3`)
-	require.ErrorContains(t, err, "append-only")
-	_, err = pool.Exec(ctx, `TRUNCATE audit_events`)
-	require.ErrorContains(t, err, "append-only")
+	require.ErrorContains(t, execRefused(ctx, t, db, `UPDATE audit_events SET event = jsonb_set(event, '{data,n}', '99') WHERE seq = 3`), "append-only")
+	require.ErrorContains(t, execRefused(ctx, t, db, `DELETE FROM audit_events WHERE seq = 3`), "append-only")
+	require.ErrorContains(t, execRefused(ctx, t, db, `TRUNCATE audit_events`), "append-only")
 
 	// A superuser can switch the trigger off; the chain still tells.
-	_, err = pool.Exec(ctx, `ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete;
+	_, err := db.Exec(ctx, `ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete;
 		UPDATE audit_events SET event = jsonb_set(event, '{data,n}', '99') WHERE seq = 3;
 		ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete`)
 	require.NoError(t, err)
-	_, err = audit.Verify(ctx, pool)
+	_, err = audit.Verify(ctx, db)
 	var broken *audit.BrokenError
 	require.ErrorAs(t, err, &broken)
 	require.EqualValues(t, 3, broken.Seq)
+}
+
+// execRefused runs a statement the database must refuse in a savepoint of
+// db, so that db goes on, and returns the refusal.
+func execRefused(ctx context.Context, t *testing.T, db pgx.Tx, sql string) error {
+	t.Helper()
+	sp, err := db.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, sp.Rollback(ctx)) }()
+	_, err = sp.Exec(ctx, sql)
+	return err
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,35 +17,35 @@ import (
 func TestVerifyAnchoredDetectsRemovedNewestEvents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := storetest.Pool(t)
+	db := storetest.Tx(t)
 	for i := range 5 {
-		appendOne(ctx, t, pool, i)
+		appendOne(ctx, t, db, i)
 	}
-	anchor, err := audit.VerifyAnchored(ctx, pool, &audit.Head{Seq: 1, Hash: headHash(ctx, t, pool, 1)})
+	anchor, err := audit.VerifyAnchored(ctx, db, &audit.Head{Seq: 1, Hash: headHash(ctx, t, db, 1)})
 	require.NoError(t, err)
 	require.EqualValues(t, 5, anchor.Seq)
 	parsed, err := audit.ParseHead(anchor.String())
 	require.NoError(t, err)
 	require.Equal(t, anchor, parsed)
 
-	appendOne(ctx, t, pool, 5)
-	later, err := audit.VerifyAnchored(ctx, pool, &anchor)
+	appendOne(ctx, t, db, 5)
+	later, err := audit.VerifyAnchored(ctx, db, &anchor)
 	require.NoError(t, err, "a chain that grew past its anchor is intact")
 	require.EqualValues(t, 6, later.Seq)
 
-	_, err = pool.Exec(ctx, `ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete;
+	_, err = db.Exec(ctx, `ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete;
 		DELETE FROM audit_events WHERE seq >= 4;
 		ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete`)
 	require.NoError(t, err)
-	n, err := audit.Verify(ctx, pool)
+	n, err := audit.Verify(ctx, db)
 	require.NoError(t, err, "without an anchor the shortened chain looks whole")
 	require.EqualValues(t, 3, n)
-	_, err = audit.VerifyAnchored(ctx, pool, &anchor)
+	_, err = audit.VerifyAnchored(ctx, db, &anchor)
 	var broken *audit.BrokenError
 	require.ErrorAs(t, err, &broken)
 	require.Contains(t, broken.Reason, "events were removed")
 
-	_, err = audit.VerifyAnchored(ctx, pool, &audit.Head{Seq: 2, Hash: headHash(ctx, t, pool, 3)})
+	_, err = audit.VerifyAnchored(ctx, db, &audit.Head{Seq: 2, Hash: headHash(ctx, t, db, 3)})
 	require.ErrorAs(t, err, &broken, "an anchor whose hash the chain does not hold")
 	require.EqualValues(t, 2, broken.Seq)
 
@@ -56,10 +55,10 @@ func TestVerifyAnchoredDetectsRemovedNewestEvents(t *testing.T) {
 	}
 }
 
-func headHash(ctx context.Context, t *testing.T, pool *pgxpool.Pool, seq int64) []byte {
+func headHash(ctx context.Context, t *testing.T, db store.Executor, seq int64) []byte {
 	t.Helper()
 	var h []byte
-	require.NoError(t, pool.QueryRow(ctx, `SELECT hash FROM audit_events WHERE seq = $1`, seq).Scan(&h))
+	require.NoError(t, db.QueryRow(ctx, `SELECT hash FROM audit_events WHERE seq = $1`, seq).Scan(&h))
 	return h
 }
 
@@ -70,24 +69,24 @@ func headHash(ctx context.Context, t *testing.T, pool *pgxpool.Pool, seq int64) 
 func TestVerifyDetectsAnEditBelowDoublePrecision(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := storetest.Pool(t)
+	db := storetest.Tx(t)
 	for i := range 5 {
-		appendOne(ctx, t, pool, i)
+		appendOne(ctx, t, db, i)
 	}
-	require.NoError(t, store.WithTx(ctx, pool, func(ctx context.Context, tx pgx.Tx) error {
+	require.NoError(t, store.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := audit.AppendTx(ctx, tx, audit.Event{Type: "x", Via: "rest", SubjectType: "t", SubjectID: "f",
 			Data: map[string]any{"fraction": 0.1, "big": 1e21, "amount": 9007199254740991}})
 		return err
 	}))
-	n, err := audit.Verify(ctx, pool)
+	n, err := audit.Verify(ctx, db)
 	require.NoError(t, err, "numbers as appended verify")
 	require.EqualValues(t, 6, n)
 
-	_, err = pool.Exec(ctx, `ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete;
+	_, err = db.Exec(ctx, `ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete;
 		UPDATE audit_events SET event = jsonb_set(event, '{data,n}', '3.00000000000000000001') WHERE seq = 4;
 		ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete`)
 	require.NoError(t, err)
-	_, err = audit.Verify(ctx, pool)
+	_, err = audit.Verify(ctx, db)
 	var broken *audit.BrokenError
 	require.ErrorAs(t, err, &broken)
 	require.EqualValues(t, 4, broken.Seq)

@@ -1,3 +1,7 @@
+// Package capability holds what approvals, confirm and steploop share about a
+// capability: its descriptor, its risk class, the registry every path runs
+// it through, and the effective-input hash that approvals and
+// confirmations bind to. Serving it over HTTP is caphttp's job.
 package capability
 
 import (

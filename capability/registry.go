@@ -6,15 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/http"
 	"regexp"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
-	"github.com/invoiced/invoiced/server"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/message"
@@ -108,65 +106,97 @@ func (r *Registry) Lookup(name string) (Capability, bool) {
 // CodeUnknownCapability is the problem code for a name not in the registry.
 const CodeUnknownCapability = "UNKNOWN_CAPABILITY"
 
-// maxSafeInteger is 2^53-1. The effective-input hash is over RFC 8785 JSON,
-// which writes numbers as IEEE doubles; larger integers would collide (two
-// different amounts, one hash), so inputs must be I-JSON (RFC 7493).
-var maxSafeInteger = big.NewFloat(9007199254740991)
+// ParseInput decodes a capability's raw input, the one parse of it: empty
+// or null is {}, and anything that is not JSON is 400 MALFORMED_JSON.
+func ParseInput(raw []byte) (*jsondoc.Doc, error) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		raw = []byte("{}")
+	}
+	doc, err := jsondoc.Parse(raw)
+	if err != nil {
+		return nil, problem.BadRequest(problem.CodeMalformedJSON, "input is not valid JSON")
+	}
+	return doc, nil
+}
 
 // Prepare validates raw input against the capability's schema, applies
-// schema defaults and normalisation (lowercase UUIDs), and returns the Call with its effective input in
-// canonical form and its hash. Principal, Via and IfMatch are the caller's
-// to fill. Refusals are 422 VALIDATION_FAILED naming each field.
+// schema defaults and normalisation (lowercase UUIDs), and returns the Call
+// with its effective input in canonical form and its hash. Principal, Via
+// and IfMatch are the caller's to fill. Refusals are 422 VALIDATION_FAILED
+// naming each field.
 func (r *Registry) Prepare(name string, raw json.RawMessage) (Call, error) {
-	e, ok := r.caps[name]
-	if !ok {
-		return Call{}, problem.New(http.StatusNotFound, CodeUnknownCapability, fmt.Sprintf("there is no capability named %q; GET /v1/capabilities lists them", name))
-	}
-	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		raw = json.RawMessage("{}")
-	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	e, err := r.entry(name)
 	if err != nil {
-		return Call{}, problem.BadRequest(problem.CodeMalformedJSON, "input is not valid JSON")
-	}
-	if !utf8.Valid(raw) {
-		return Call{}, problem.Invalid(invalidUTF8Field(v, ""), "must be valid UTF-8")
-	}
-	// PostgreSQL text cannot hold U+0000: refused here, naming the field,
-	// instead of failing in the database as a 500.
-	if f := nulField(v, ""); f != "" {
-		return Call{}, problem.Invalid(f, "must not contain the NUL character (U+0000)")
-	}
-	if err := server.DuplicateKeys(raw); err != nil {
 		return Call{}, err
 	}
-	if err := e.schema.Validate(v); err != nil {
+	doc, err := ParseInput(raw)
+	if err != nil {
+		return Call{}, err
+	}
+	return e.prepare(doc)
+}
+
+// PrepareDoc is Prepare of an input its caller parsed with ParseInput (a
+// REST route that reads members of its body first). It normalises
+// doc.Value in place.
+func (r *Registry) PrepareDoc(name string, doc *jsondoc.Doc) (Call, error) {
+	e, err := r.entry(name)
+	if err != nil {
+		return Call{}, err
+	}
+	return e.prepare(doc)
+}
+
+func (r *Registry) entry(name string) (*entry, error) {
+	e, ok := r.caps[name]
+	if !ok {
+		return nil, problem.New(http.StatusNotFound, CodeUnknownCapability, fmt.Sprintf("there is no capability named %q; GET /v1/capabilities lists them", name))
+	}
+	return e, nil
+}
+
+// Rules of the input that the schema cannot see: text PostgreSQL cannot
+// store and members named twice are refused before validation (the schema
+// reads the decoded value, where a repair or the last member already
+// hides them); numbers and escapes RFC 8785 cannot hash faithfully after
+// it, so that a wrong type is named as such.
+var (
+	rulesBeforeSchema = []jsondoc.Rule{jsondoc.InvalidUTF8, jsondoc.NUL, jsondoc.DuplicateKey}
+	rulesAfterSchema  = []jsondoc.Rule{jsondoc.UnsafeNumber, jsondoc.LoneSurrogate}
+)
+
+func refuseFindings(doc *jsondoc.Doc, rules []jsondoc.Rule) error {
+	for _, rule := range rules {
+		if path, ok := doc.First(rule); ok {
+			return problem.Invalid(inputField(path), "%s", rule.Message())
+		}
+	}
+	return nil
+}
+
+// prepare checks doc, applies defaults and normalisation, and
+// canonicalises the effective input once; its hash is of those bytes.
+func (e *entry) prepare(doc *jsondoc.Doc) (Call, error) {
+	if err := refuseFindings(doc, rulesBeforeSchema); err != nil {
+		return Call{}, err
+	}
+	if err := e.schema.Validate(doc.Value); err != nil {
 		return Call{}, validationProblem(err)
 	}
-	if f := unsafeNumber(v, ""); f != "" {
-		return Call{}, problem.Invalid(f, "must be an integer between -9007199254740991 and 9007199254740991")
+	if err := refuseFindings(doc, rulesAfterSchema); err != nil {
+		return Call{}, err
 	}
-	// encoding/json reads a lone surrogate escape ("\ud800") as U+FFFD, so
-	// it and a real U+FFFD would share one effective input and one hash;
-	// RFC 8785 refuses it, and so does this (after the checks above, which
-	// name the field for what they catch).
-	if _, err := Canonical(raw); err != nil {
-		return Call{}, problem.Invalid("input", "must be I-JSON (RFC 7493): %v", errors.Unwrap(err))
-	}
-	v = normalize(e.schemaDoc, v)
-	b, err := json.Marshal(v)
+	b, err := json.Marshal(normalize(e.schemaDoc, doc.Value))
 	if err != nil {
 		return Call{}, fmt.Errorf("marshal input: %w", err)
 	}
-	canon, err := Canonical(b)
+	canon, err := jsondoc.Canonical(b)
 	if err != nil {
-		return Call{}, problem.Invalid("input", "cannot be canonicalised: %v", err)
+		// What the walk does not judge, RFC 8785's library refuses (a
+		// document nested past its depth).
+		return Call{}, problem.Invalid("input", "must be I-JSON (RFC 7493): %v", errors.Unwrap(err))
 	}
-	hash, err := Hash(canon)
-	if err != nil {
-		return Call{}, err
-	}
-	return Call{Name: name, Input: canon, InputHash: hash}, nil
+	return Call{Name: e.Name, Input: canon, InputHash: jsondoc.Sum(canon)}, nil
 }
 
 // Invoke runs a prepared call's handler.
@@ -222,89 +252,12 @@ func fieldPath(loc []string) string {
 	return strings.Join(loc, ".")
 }
 
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-// unsafeNumber returns the path of the first number outside the I-JSON
-// range, or "".
-func unsafeNumber(v any, path string) string {
-	switch t := v.(type) {
-	case json.Number:
-		f, _, err := big.ParseFloat(string(t), 10, 200, big.ToNearestEven)
-		if err != nil || new(big.Float).Abs(f).Cmp(maxSafeInteger) > 0 {
-			return fieldPath(strings.Split(path, "."))
-		}
-	case map[string]any:
-		for k, x := range t {
-			if p := unsafeNumber(x, join(path, k)); p != "" {
-				return p
-			}
-		}
-	case []any:
-		for i, x := range t {
-			if p := unsafeNumber(x, join(path, fmt.Sprint(i))); p != "" {
-				return p
-			}
-		}
-	}
-	return ""
-}
-
-// invalidUTF8Field names the first string the decoder had to repair.
-func invalidUTF8Field(v any, path string) string {
-	switch t := v.(type) {
-	case string:
-		if strings.ContainsRune(t, utf8.RuneError) {
-			return fieldPath(strings.Split(path, "."))
-		}
-	case map[string]any:
-		for k, x := range t {
-			if p := invalidUTF8Field(x, join(path, k)); p != "" {
-				return p
-			}
-		}
-	case []any:
-		for i, x := range t {
-			if p := invalidUTF8Field(x, join(path, fmt.Sprint(i))); p != "" {
-				return p
-			}
-		}
-	}
+// inputField names a jsondoc path in a refusal: the whole input is "input".
+func inputField(path string) string {
 	if path == "" {
 		return "input"
 	}
-	return ""
-}
-
-// nulField returns the path of the first string or object key holding
-// U+0000, or "".
-func nulField(v any, path string) string {
-	switch t := v.(type) {
-	case string:
-		if strings.ContainsRune(t, 0) {
-			return fieldPath(strings.Split(path, "."))
-		}
-	case map[string]any:
-		for k, x := range t {
-			if strings.ContainsRune(k, 0) {
-				return fieldPath(strings.Split(join(path, k), "."))
-			}
-			if p := nulField(x, join(path, k)); p != "" {
-				return p
-			}
-		}
-	case []any:
-		for i, x := range t {
-			if p := nulField(x, join(path, fmt.Sprint(i))); p != "" {
-				return p
-			}
-		}
-	}
-	return ""
+	return path
 }
 
 // normalize fills absent object properties from their schema's "default"

@@ -22,7 +22,7 @@ const schema = `{
   }
 }`
 
-func setup(t *testing.T) (*capability.Registry, *[]capability.Call) {
+func setup(t testing.TB) (*capability.Registry, *[]capability.Call) {
 	t.Helper()
 	var calls []capability.Call
 	r := capability.NewRegistry()

@@ -55,6 +55,10 @@ func schema(s string) json.RawMessage { return json.RawMessage(s) }
 // Capabilities returns the invoicing capabilities over svc, for app/ to
 // register. Descriptions are written for a model to read.
 func Capabilities(svc *Service) []capability.Capability {
+	return append(customerCapabilities(svc), invoiceCapabilities(svc)...)
+}
+
+func customerCapabilities(svc *Service) []capability.Capability {
 	return []capability.Capability{
 		{Descriptor: capability.Descriptor{
 			Name:        CapListCustomers,
@@ -80,6 +84,11 @@ func Capabilities(svc *Service) []capability.Capability {
 			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["customer_id"], "properties": {"customer_id": ` + uuidSchema + `, "name": ` + nameSchema + `, "email": ` + emailSchema + `, "currency": ` + currencySchema + `}}`),
 			Risk:        capability.RiskBound,
 		}, Handler: svc.CustomerUpdate},
+	}
+}
+
+func invoiceCapabilities(svc *Service) []capability.Capability {
+	return []capability.Capability{
 		{Descriptor: capability.Descriptor{
 			Name:        CapListInvoices,
 			Description: "List invoices, oldest first, a page at a time, optionally filtered by status (draft, issued, paid, void), customer_id, exact number (e.g. INV-2026-000042) or creation time range (created_after inclusive, created_before exclusive, RFC 3339). Returns {data: [invoice], has_more, next_cursor}.",

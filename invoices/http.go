@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/capability/caphttp"
+	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
 	"github.com/labstack/echo/v4"
@@ -19,60 +21,54 @@ import (
 // through the registry, so REST gets the same validation and gates as
 // /v1/capabilities/{name}/invoke and the step loop.
 type Handler struct {
-	Caps *capability.HTTP
+	Caps *caphttp.Handler
 }
 
-// body reads the JSON object of a request (empty means {}), and sets key
-// to the path id. Invalid UTF-8 is left to Prepare, which names the field.
-func body(c echo.Context, key, id string) (json.RawMessage, error) {
+// body reads and parses the JSON object of a request (empty means {}),
+// the one parse of it, and sets key to the path id. What only Prepare can
+// name (invalid UTF-8, a body that is not an object) is left to it.
+func body(c echo.Context, key string, id uuid.UUID) (*jsondoc.Doc, error) {
 	raw, err := server.ReadBody(c)
 	if err != nil {
 		return nil, err // the body limit's 413
 	}
-	if len(raw) == 0 {
-		raw = []byte("{}")
+	doc, err := capability.ParseInput(raw)
+	if err != nil || key == "" {
+		return doc, err
 	}
-	if key == "" || !utf8.Valid(raw) {
-		return raw, nil
+	if _, bad := doc.First(jsondoc.InvalidUTF8); bad {
+		return doc, nil
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		// Not an object: Prepare gives the precise answer.
-		return raw, nil //nolint:nilerr // Prepare reports it
+	obj, ok := doc.Value.(map[string]any)
+	if !ok {
+		return doc, nil
 	}
-	// Before the map below folds a repeated member into one.
-	if err := server.DuplicateKeys(raw); err != nil {
-		return nil, err
-	}
-	if obj == nil {
-		// A body of null: no members, as Prepare reads it.
-		obj = map[string]json.RawMessage{}
+	// Before the path id joins the members.
+	if path, dup := doc.First(jsondoc.DuplicateKey); dup {
+		return nil, problem.Invalid(path, "%s", jsondoc.DuplicateKey.Message())
 	}
 	if _, ok := obj[key]; ok {
 		return nil, problem.Invalid(key, "is taken from the path; leave it out of the body")
 	}
-	idJSON, _ := json.Marshal(id)
-	obj[key] = idJSON
-	return json.Marshal(obj)
+	obj[key] = id.String()
+	return doc, nil
 }
 
-// pathID returns the {id} path parameter; an id that is not a UUID cannot
-// exist, so it is a 404 like any other unknown id.
-func pathID(c echo.Context, what string) (string, error) {
-	id := c.Param("id")
-	if _, err := uuid.Parse(id); err != nil {
-		return "", problem.NotFound(what)
+// pathID returns the {id} path parameter; an id that is not a UUID in its
+// canonical form cannot exist, so it is a 404 like any other unknown id.
+func pathID(c echo.Context, what string) (uuid.UUID, error) {
+	raw := c.Param("id")
+	id, err := uuid.Parse(raw)
+	if err != nil || len(raw) != len(uuid.Nil.String()) {
+		return uuid.Nil, problem.NotFound(what)
 	}
 	return id, nil
 }
 
 func (h *Handler) run(c echo.Context, name, key, what string, status int) error {
-	var id string
-	if key != "" {
-		var err error
-		if id, err = pathID(c, what); err != nil {
-			return err
-		}
+	id, err := pathID(c, what)
+	if err != nil {
+		return err
 	}
 	in, err := body(c, key, id)
 	if err != nil {
@@ -85,10 +81,10 @@ func (h *Handler) run(c echo.Context, name, key, what string, status int) error 
 	if status == http.StatusNoContent {
 		return c.NoContent(status)
 	}
-	return capability.Respond(c, status, out)
+	return caphttp.Respond(c, status, out)
 }
 
-// query builds a list capability's input from the query string: limit is
+// list builds a list capability's input from the query string: limit is
 // sent as a number when it is one (so the schema judges it), everything
 // else as a string; an unknown parameter is refused by the schema.
 func (h *Handler) list(c echo.Context, name string) error {
@@ -97,7 +93,7 @@ func (h *Handler) list(c echo.Context, name string) error {
 		v := vs[len(vs)-1]
 		// json.Marshal below would quietly turn bad bytes into U+FFFD.
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return problem.Invalid(strings.ToValidUTF8(k, "\ufffd"), "must be valid UTF-8")
+			return problem.Invalid(strings.ToValidUTF8(k, "\ufffd"), "%s", jsondoc.InvalidUTF8.Message())
 		}
 		if k == "limit" {
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
@@ -111,7 +107,11 @@ func (h *Handler) list(c echo.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	out, err := h.Caps.Run(c, name, raw, capability.PathREST)
+	doc, err := capability.ParseInput(raw)
+	if err != nil {
+		return err
+	}
+	out, err := h.Caps.Run(c, name, doc, capability.PathREST)
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (h *Handler) list(c echo.Context, name string) error {
 }
 
 func (h *Handler) created(c echo.Context, name, location string) error {
-	in, err := body(c, "", "")
+	in, err := body(c, "", uuid.Nil)
 	if err != nil {
 		return err
 	}
@@ -130,9 +130,8 @@ func (h *Handler) created(c echo.Context, name, location string) error {
 	if v, ok := out.(interface{ locationID() string }); ok {
 		c.Response().Header().Set(echo.HeaderLocation, location+v.locationID())
 	}
-	return capability.Respond(c, http.StatusCreated, out)
+	return caphttp.Respond(c, http.StatusCreated, out)
 }
-
 func (c *Customer) locationID() string  { return c.ID.String() }
 func (inv *Invoice) locationID() string { return inv.ID.String() }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/money"
+	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 )
 
@@ -85,6 +86,9 @@ type Customer struct {
 
 // ResourceVersion is the version the ETag carries.
 func (c *Customer) ResourceVersion() int64 { return c.Version }
+
+// Cursor is the customer's position in the list.
+func (c *Customer) Cursor() page.Cursor { return page.Cursor{CreatedAt: c.CreatedAt, ID: c.ID} }
 
 // Date is a calendar date (YYYY-MM-DD) without a time zone.
 type Date struct{ time.Time }
@@ -164,6 +168,9 @@ type BillTo struct {
 
 // ResourceVersion is the version the ETag carries.
 func (inv *Invoice) ResourceVersion() int64 { return inv.Version }
+
+// Cursor is the invoice's position in the list.
+func (inv *Invoice) Cursor() page.Cursor { return page.Cursor{CreatedAt: inv.CreatedAt, ID: inv.ID} }
 
 // Snapshot is what an approver decides on: the invoice with its lines and
 // totals, and its customer as they were.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
@@ -95,15 +96,9 @@ func InvoiceDraftsTouchByCustomerTx(ctx context.Context, tx pgx.Tx, id uuid.UUID
 	return mapError(err, "invoices")
 }
 
-// Page is a keyset position: the (created_at, id) of the last row seen.
-type Page struct {
-	Limit int
-	After *Cursor
-}
-
 // CustomerList returns up to p.Limit customers after p.After in
 // (created_at, id) order.
-func CustomerList(ctx context.Context, db store.Executor, p Page) ([]*Customer, error) {
+func CustomerList(ctx context.Context, db store.Executor, p page.Request) ([]*Customer, error) {
 	q := `SELECT ` + customerColumns + ` FROM customers`
 	args := []any{}
 	if p.After != nil {
@@ -285,9 +280,11 @@ func InvoiceUpdateDraftTx(ctx context.Context, tx pgx.Tx, inv *Invoice, at time.
 	return out, nil
 }
 
-// InvoiceSetStatusTx moves an issued invoice to paid or void at at,
-// bumping version; the trigger refuses any other change of a frozen row.
-func InvoiceSetStatusTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, to Status, at time.Time) (*Invoice, error) {
+// InvoiceSetStatusTx moves the issued invoice inv, locked by the caller
+// with its lines (InvoiceLockTx), to paid or void at at, bumping version;
+// the trigger refuses any other change of a frozen row, so its lines are
+// the ones loaded.
+func InvoiceSetStatusTx(ctx context.Context, tx pgx.Tx, inv *Invoice, to Status, at time.Time) (*Invoice, error) {
 	var col string
 	switch to {
 	case StatusPaid:
@@ -297,33 +294,27 @@ func InvoiceSetStatusTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, to Status,
 	default:
 		return nil, fmt.Errorf("invoices: InvoiceSetStatusTx to %q", to)
 	}
-	inv, err := scanInvoice(tx.QueryRow(ctx, `
+	out, err := scanInvoice(tx.QueryRow(ctx, `
 		UPDATE invoices SET status = $2, `+col+` = $3, version = version + 1, updated_at = $3
 		WHERE id = $1
-		RETURNING `+invoiceColumns, id, to, at))
+		RETURNING `+invoiceColumns, inv.ID, to, at))
 	if err != nil {
 		return nil, mapError(err, "invoice")
 	}
-	if err := linesLoad(ctx, tx, []*Invoice{inv}); err != nil {
-		return nil, err
-	}
-	return inv, nil
-}
-
-// InvoiceNumber formats a number of a series: {prefix}-{year}-{seq:06}.
-func InvoiceNumber(prefix string, year int, seq int64) string {
-	return fmt.Sprintf("%s-%d-%06d", prefix, year, seq)
+	out.Lines = inv.Lines
+	return out, nil
 }
 
 // InvoiceIssueTx takes the next number of the (prefix, year of at) series
-// and issues draft id with it, in ONE statement: the counter row is
-// created or bumped and the invoice updated together. Call it as the last
-// write before COMMIT: the counter row lock serialises every issuer of the
-// series until this transaction ends, and a rollback gives the number back,
-// which is what keeps numbers gapless.
-func InvoiceIssueTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, prefix string, at time.Time) (*Invoice, error) {
+// and issues the draft inv with it, in ONE statement: the counter row is
+// created or bumped and the invoice updated together. inv is locked by
+// the caller with its lines (InvoiceLockTx), so its lines are the issued
+// invoice's. Call it as the last write before COMMIT: the counter row lock
+// serialises every issuer of the series until this transaction ends, and
+// a rollback gives the number back, which is what keeps numbers gapless.
+func InvoiceIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, prefix string, at time.Time) (*Invoice, error) {
 	at = at.UTC()
-	inv, err := scanInvoice(tx.QueryRow(ctx, `
+	out, err := scanInvoice(tx.QueryRow(ctx, `
 		WITH seq AS (
 			INSERT INTO invoice_number_series AS s (prefix, year, last_seq) VALUES ($2, $3, 1)
 			ON CONFLICT (prefix, year) DO UPDATE SET last_seq = s.last_seq + 1
@@ -335,14 +326,12 @@ func InvoiceIssueTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, prefix string,
 			bill_to = (SELECT jsonb_build_object('name', c.name, 'email', c.email) FROM customers c WHERE c.id = invoices.customer_id)
 		FROM seq
 		WHERE id = $1 AND status = 'draft'
-		RETURNING `+prefixed(invoiceColumns, "invoices."), id, prefix, at.Year(), at, fmt.Sprintf("%s-%d-", prefix, at.Year())))
+		RETURNING `+prefixed(invoiceColumns, "invoices."), inv.ID, prefix, at.Year(), at, fmt.Sprintf("%s-%d-", prefix, at.Year())))
 	if err != nil {
 		return nil, mapError(err, "invoice")
 	}
-	if err := linesLoad(ctx, tx, []*Invoice{inv}); err != nil {
-		return nil, err
-	}
-	return inv, nil
+	out.Lines = inv.Lines
+	return out, nil
 }
 
 func prefixed(cols, p string) string {
@@ -376,7 +365,7 @@ type InvoiceFilter struct {
 
 // InvoiceList returns up to p.Limit invoices (with lines) matching f after
 // p.After in (created_at, id) order.
-func InvoiceList(ctx context.Context, db store.Executor, f InvoiceFilter, p Page) ([]*Invoice, error) {
+func InvoiceList(ctx context.Context, db store.Executor, f InvoiceFilter, p page.Request) ([]*Invoice, error) {
 	var (
 		where []string
 		args  []any

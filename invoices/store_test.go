@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"sort"
 	"sync"
 	"testing"
@@ -23,15 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-type storeBundle struct {
-	ctx  context.Context
-	pool *pgxpool.Pool
-}
-
-func setupStore(t *testing.T) storeBundle {
-	t.Helper()
-	return storeBundle{ctx: context.Background(), pool: storetest.Pool(t)}
-}
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 
 func TestTransition(t *testing.T) {
 	t.Parallel()
@@ -88,10 +81,19 @@ func TestComputeLinesCurrencies(t *testing.T) {
 
 func TestFrozenColumnsRejectedBySQL(t *testing.T) {
 	t.Parallel()
-	b := setupStore(t)
-	inv := invoicetest.Issued(b.ctx, t, b.pool, invoicetest.DraftOpts{})
+	ctx, db := context.Background(), storetest.Tx(t)
+	inv := invoicetest.Issued(ctx, t, db, invoicetest.DraftOpts{})
 	require.NotNil(t, inv.Number)
 
+	// Each refused statement runs in a savepoint, so the test's
+	// transaction goes on.
+	refused := func(stmt string) error {
+		sp, err := db.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, sp.Rollback(ctx)) }()
+		_, err = sp.Exec(ctx, stmt, inv.ID)
+		return err
+	}
 	for _, stmt := range []string{
 		`UPDATE invoices SET total = total + 1, subtotal = subtotal + 1 WHERE id = $1`,
 		`UPDATE invoices SET memo = 'changed' WHERE id = $1`,
@@ -102,34 +104,33 @@ func TestFrozenColumnsRejectedBySQL(t *testing.T) {
 		`INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_amount, tax_rate_bps, amount, tax_amount) VALUES ($1, 99, 'x', 1, 1, 0, 1, 0)`,
 		`DELETE FROM invoices WHERE id = $1`,
 	} {
-		_, err := b.pool.Exec(b.ctx, stmt, inv.ID)
+		err := refused(stmt)
 		var pgErr *pgconn.PgError
 		require.True(t, errors.As(err, &pgErr), "%s: want a trigger error, got %v", stmt, err)
 		require.Equal(t, "55000", pgErr.Code, stmt)
 	}
 	// The lifecycle stays open: issued → paid works, and then paid is final.
-	_, err := b.pool.Exec(b.ctx, `UPDATE invoices SET status = 'paid', paid_at = now(), version = version + 1 WHERE id = $1`, inv.ID)
+	_, err := db.Exec(ctx, `UPDATE invoices SET status = 'paid', paid_at = now(), version = version + 1 WHERE id = $1`, inv.ID)
 	require.NoError(t, err)
-	_, err = b.pool.Exec(b.ctx, `UPDATE invoices SET status = 'void', voided_at = now(), paid_at = NULL WHERE id = $1`, inv.ID)
-	require.Error(t, err)
+	require.Error(t, refused(`UPDATE invoices SET status = 'void', voided_at = now(), paid_at = NULL WHERE id = $1`))
 
-	got, err := invoices.InvoiceGetByID(b.ctx, b.pool, inv.ID)
+	got, err := invoices.InvoiceGetByID(ctx, db, inv.ID)
 	require.NoError(t, err)
 	require.Equal(t, inv.Total, got.Total)
 	require.Equal(t, inv.Lines, got.Lines)
 
 	// A draft stays editable by the same statements.
-	d := invoicetest.Draft(b.ctx, t, b.pool, invoicetest.DraftOpts{})
-	_, err = b.pool.Exec(b.ctx, `UPDATE invoices SET memo = 'changed' WHERE id = $1`, d.ID)
+	d := invoicetest.Draft(ctx, t, db, invoicetest.DraftOpts{})
+	_, err = db.Exec(ctx, `UPDATE invoices SET memo = 'changed' WHERE id = $1`, d.ID)
 	require.NoError(t, err)
 	// And a draft can be deleted with its lines.
-	require.NoError(t, store.WithTx(b.ctx, b.pool, func(ctx context.Context, tx pgx.Tx) error {
+	require.NoError(t, store.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
 		return invoices.InvoiceDeleteTx(ctx, tx, d.ID)
 	}))
 	var lines int
-	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM invoice_lines WHERE invoice_id = $1`, d.ID).Scan(&lines))
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM invoice_lines WHERE invoice_id = $1`, d.ID).Scan(&lines))
 	require.Zero(t, lines)
-	_, err = invoices.InvoiceGetByID(b.ctx, b.pool, d.ID)
+	_, err = invoices.InvoiceGetByID(ctx, db, d.ID)
 	require.True(t, problem.HasCode(err, problem.CodeNotFound))
 }
 
@@ -151,15 +152,15 @@ func TestGaplessNumbering(t *testing.T) {
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	b := storeBundle{ctx: context.Background(), pool: pool}
+	ctx := context.Background()
 
-	c := invoicetest.Customer(b.ctx, t, b.pool, invoicetest.CustomerOpts{})
+	c := invoicetest.Customer(ctx, t, pool, invoicetest.CustomerOpts{})
 	ids := make([]uuid.UUID, attempts)
 	// Drafts in one statement: 2,000 round trips would dominate the test.
 	for i := range ids {
 		ids[i] = uuid.Must(uuid.NewV7())
 	}
-	_, err = b.pool.Exec(b.ctx, `
+	_, err = pool.Exec(ctx, `
 		INSERT INTO invoices (id, customer_id, currency, subtotal, tax_total, total, created_at, updated_at)
 		SELECT id, $2, 'EUR', 100, 0, 100, now(), now() FROM unnest($1::uuid[]) AS id`, ids, c.ID)
 	require.NoError(t, err)
@@ -178,11 +179,12 @@ func TestGaplessNumbering(t *testing.T) {
 			defer wg.Done()
 			for i := range jobs {
 				var number string
-				err := store.WithTx(b.ctx, b.pool, func(ctx context.Context, tx pgx.Tx) error {
-					if _, err := invoices.InvoiceLockTx(ctx, tx, ids[i]); err != nil {
+				err := store.WithTx(ctx, pool, func(ctx context.Context, tx pgx.Tx) error {
+					draft, err := invoices.InvoiceLockTx(ctx, tx, ids[i])
+					if err != nil {
 						return err
 					}
-					inv, err := invoices.InvoiceIssueTx(ctx, tx, ids[i], "INV", at)
+					inv, err := invoices.InvoiceIssueTx(ctx, tx, draft, "INV", at)
 					if err != nil {
 						return err
 					}
@@ -215,7 +217,7 @@ func TestGaplessNumbering(t *testing.T) {
 	n := attempts - rolledBack
 	require.Len(t, committed, n)
 
-	rows, err := b.pool.Query(b.ctx, `SELECT number FROM invoices WHERE status = 'issued' ORDER BY number`)
+	rows, err := pool.Query(ctx, `SELECT number FROM invoices WHERE status = 'issued' ORDER BY number`)
 	require.NoError(t, err)
 	numbers, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
@@ -231,21 +233,21 @@ func TestGaplessNumbering(t *testing.T) {
 	sort.Strings(got)
 	require.Equal(t, numbers, got)
 	var last int64
-	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT last_seq FROM invoice_number_series WHERE prefix = 'INV' AND year = 2026`).Scan(&last))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT last_seq FROM invoice_number_series WHERE prefix = 'INV' AND year = 2026`).Scan(&last))
 	require.Equal(t, int64(n), last)
 	var drafts int
-	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM invoices WHERE status = 'draft'`).Scan(&drafts))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM invoices WHERE status = 'draft'`).Scan(&drafts))
 	require.Equal(t, rolledBack, drafts)
 }
 
 func TestNumberSeriesPerPrefixAndYear(t *testing.T) {
 	t.Parallel()
-	b := setupStore(t)
+	ctx, db := context.Background(), storetest.Tx(t)
 	issue := func(prefix string, at time.Time) string {
-		d := invoicetest.Draft(b.ctx, t, b.pool, invoicetest.DraftOpts{})
+		d := invoicetest.Draft(ctx, t, db, invoicetest.DraftOpts{})
 		var num string
-		require.NoError(t, store.WithTx(b.ctx, b.pool, func(ctx context.Context, tx pgx.Tx) error {
-			inv, err := invoices.InvoiceIssueTx(ctx, tx, d.ID, prefix, at)
+		require.NoError(t, store.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
+			inv, err := invoices.InvoiceIssueTx(ctx, tx, d, prefix, at)
 			if err == nil {
 				num = *inv.Number
 			}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/labstack/echo/v4"
 )
@@ -176,65 +177,21 @@ func DecodeJSONReader(r io.Reader, v any) error {
 	if err := dec.Decode(&extra); err != io.EOF {
 		return problem.BadRequest(problem.CodeMalformedJSON, "the body must hold exactly one JSON value")
 	}
-	return DuplicateKeys(raw)
+	return duplicateKeys(raw)
 }
 
-// DuplicateKeys refuses JSON in which an object names a member twice, 422
-// naming it. Decoders disagree on which of the two wins (Go keeps the last,
-// others the first), so an approver could be shown other content than the
-// effect runs with; I-JSON (RFC 7493 §2.3) forbids them. raw must already
-// have parsed: a syntax error is left to the parser's answer.
-func DuplicateKeys(raw []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if f, err := duplicateKey(dec, ""); err == nil && f != "" {
-		return problem.Invalid(f, "appears twice in one object; send each field once")
+// duplicateKeys refuses JSON in which an object names a member twice, 422
+// naming it (jsondoc.DuplicateKey says why). raw must already have parsed:
+// a syntax error is left to the parser's answer.
+func duplicateKeys(raw []byte) error {
+	f, err := jsondoc.Check(raw)
+	if err != nil {
+		return nil //nolint:nilerr // the decoder's answer stands
+	}
+	if path, ok := f.First(jsondoc.DuplicateKey); ok {
+		return problem.Invalid(path, "%s", jsondoc.DuplicateKey.Message())
 	}
 	return nil
-}
-
-// duplicateKey reads one value from dec and returns the path of its first
-// repeated member name, or "".
-func duplicateKey(dec *json.Decoder, path string) (string, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return "", err
-	}
-	switch tok {
-	case json.Delim('{'):
-		seen := map[string]bool{}
-		for dec.More() {
-			k, err := dec.Token()
-			if err != nil {
-				return "", err
-			}
-			name, _ := k.(string)
-			if seen[name] {
-				return joinPath(path, name), nil
-			}
-			seen[name] = true
-			if f, err := duplicateKey(dec, joinPath(path, name)); err != nil || f != "" {
-				return f, err
-			}
-		}
-	case json.Delim('['):
-		for i := 0; dec.More(); i++ {
-			if f, err := duplicateKey(dec, joinPath(path, fmt.Sprint(i))); err != nil || f != "" {
-				return f, err
-			}
-		}
-	default:
-		return "", nil
-	}
-	_, err = dec.Token() // the closing delimiter
-	return "", err
-}
-
-func joinPath(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }
 
 func decodeError(err error) error {

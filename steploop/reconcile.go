@@ -1,15 +1,12 @@
 package steploop
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
 
+	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
 )
 
@@ -225,12 +222,8 @@ func newUserMessage(c clientMessage, stored []Message) (*Message, error) {
 		if p.Type != "text" || p.Text == nil {
 			return nil, problem.Invalid("messages.parts", "a user message may hold text parts only, not %q", p.Type)
 		}
-		if !utf8.ValidString(*p.Text) {
-			return nil, problem.Invalid("messages.parts.text", "must be valid UTF-8")
-		}
-		// PostgreSQL cannot store U+0000 in jsonb.
-		if strings.ContainsRune(*p.Text, 0) {
-			return nil, problem.Invalid("messages.parts.text", "must not contain the NUL character (U+0000)")
+		if err := textRefused("text", *p.Text); err != nil {
+			return nil, err
 		}
 		size += len(*p.Text)
 		parts = append(parts, Part{Type: "text", Text: strPtr(*p.Text)})
@@ -289,7 +282,7 @@ func comparePart(msgID string, s, c Part, isFrontend func(string) bool, answers 
 		}
 		return nil
 	case strings.HasPrefix(s.Type, "data-"):
-		if s.ID != c.ID || !sameJSON(s.Data, c.Data) {
+		if s.ID != c.ID || !jsondoc.Equal(s.Data, c.Data) {
 			return mismatch("message %q: %s part differs from the stored one", msgID, s.Type)
 		}
 		return nil
@@ -303,13 +296,13 @@ func compareTool(msgID string, s, c Part, isFrontend func(string) bool, answers 
 	if s.ToolCallID != c.ToolCallID {
 		return mismatch("message %q: tool call %q differs from the stored %q", msgID, c.ToolCallID, s.ToolCallID)
 	}
-	if !sameJSON(s.Input, c.Input) {
+	if !jsondoc.Equal(s.Input, c.Input) {
 		return mismatch("tool call %s: its input differs from the input the model gave", s.ToolCallID)
 	}
 	if s.State == c.State {
 		switch s.State {
 		case StateOutputAvailable:
-			if !sameJSON(s.Output, c.Output) {
+			if !jsondoc.Equal(s.Output, c.Output) {
 				return mismatch("tool call %s: its output differs from the stored output", s.ToolCallID)
 			}
 		case StateOutputError:
@@ -328,8 +321,8 @@ func compareTool(msgID string, s, c Part, isFrontend func(string) bool, answers 
 		case s.State == StateInputAvailable && isFrontend != nil && isFrontend(s.ToolName()) &&
 			(c.State == StateOutputAvailable || c.State == StateOutputError):
 			if c.State == StateOutputError {
-				if strings.ContainsRune(c.ErrorText, 0) {
-					return nulRefused("errorText")
+				if err := textRefused("errorText", c.ErrorText); err != nil {
+					return err
 				}
 				answers.Outputs = append(answers.Outputs, FrontendOutput{ToolCallID: s.ToolCallID, ErrorText: c.ErrorText, IsError: true})
 			} else {
@@ -337,7 +330,7 @@ func compareTool(msgID string, s, c Part, isFrontend func(string) bool, answers 
 				if len(out) == 0 {
 					out = json.RawMessage("null")
 				}
-				if why := jsonUnstorable(out); why != "" {
+				if why := jsondoc.Unstorable(out); why != "" {
 					return problem.Invalid("messages.parts.output", "%s", why)
 				}
 				answers.Outputs = append(answers.Outputs, FrontendOutput{ToolCallID: s.ToolCallID, Output: out})
@@ -345,8 +338,8 @@ func compareTool(msgID string, s, c Part, isFrontend func(string) bool, answers 
 			return nil
 		case s.State == StateApprovalRequested && c.State == StateApprovalResponded &&
 			s.Approval != nil && c.Approval != nil && c.Approval.ID == s.Approval.ID && c.Approval.Approved != nil:
-			if strings.ContainsRune(c.Approval.Reason, 0) {
-				return nulRefused("approval.reason")
+			if err := textRefused("approval.reason", c.Approval.Reason); err != nil {
+				return err
 			}
 			answers.Approvals = append(answers.Approvals, ApprovalAnswer{
 				ToolCallID: s.ToolCallID, ApprovalID: s.Approval.ID, Approved: *c.Approval.Approved, Reason: c.Approval.Reason,
@@ -357,86 +350,19 @@ func compareTool(msgID string, s, c Part, isFrontend func(string) bool, answers 
 	return mismatch("tool call %s: state %q cannot become %q from the client", s.ToolCallID, s.State, c.State)
 }
 
-// nulRefused refuses an answer holding U+0000: PostgreSQL cannot store it
-// in jsonb, so the answer could be acted on but never recorded.
-func nulRefused(field string) error {
-	return problem.Invalid("messages.parts."+field, "must not contain the NUL character (U+0000)")
+// textRefused refuses text of a client's message that PostgreSQL cannot
+// store in jsonb (U+0000, invalid UTF-8): it could be acted on but never
+// recorded.
+func textRefused(field, s string) error {
+	if r, bad := jsondoc.UnstorableText(s); bad {
+		return problem.Invalid("messages.parts."+field, "%s", r.Message())
+	}
+	return nil
 }
 
-// jsonUnstorable says why raw, a browser's answer, cannot be stored as
-// it is in a jsonb column, or "" when it can. The answer would otherwise
-// reach the model (and the tools it calls next) but never the transcript:
-// PostgreSQL refuses U+0000, invalid UTF-8 and unpaired UTF-16 surrogate
-// escapes, and numbers beyond float64 (1e400) are ones no JavaScript
-// client can send and that Go cannot compare with the stored copy. raw
-// that is not JSON reports "" (it is refused elsewhere).
-func jsonUnstorable(raw json.RawMessage) string {
-	if !utf8.Valid(raw) {
-		return "must be valid UTF-8"
-	}
-	if hasLoneSurrogate(raw) {
-		return "must not contain an unpaired UTF-16 surrogate escape (\\ud800–\\udfff)"
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		switch v := tok.(type) {
-		case string:
-			if strings.ContainsRune(v, 0) {
-				return "must not contain the NUL character (U+0000)"
-			}
-		case json.Number:
-			if _, err := strconv.ParseFloat(string(v), 64); err != nil {
-				return "must hold numbers within the range of a JavaScript number (about ±1.8e308)"
-			}
-		}
-	}
-}
-
-// hasLoneSurrogate reports whether a string in raw JSON escapes half of a
-// UTF-16 surrogate pair without the other half: Go's decoder turns it
-// into U+FFFD, so it is only seen in the bytes.
-func hasLoneSurrogate(raw []byte) bool {
-	inString := false
-	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; {
-		case c == '"':
-			inString = !inString
-		case c == '\\' && inString && i+1 < len(raw):
-			i++
-			if raw[i] != 'u' {
-				continue
-			}
-			r, ok := hex4(raw, i+1)
-			if !ok || !utf16.IsSurrogate(r) {
-				continue
-			}
-			i += 4
-			// Only a high half followed by an escaped low half is whole.
-			if i+2 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
-				if lo, ok := hex4(raw, i+3); ok && utf16.DecodeRune(r, lo) != utf8.RuneError {
-					i += 6
-					continue
-				}
-			}
-			return true
-		}
-	}
-	return false
-}
-
-// hex4 reads the four hex digits of a \u escape starting at raw[i].
-func hex4(raw []byte, i int) (rune, bool) {
-	if i+4 > len(raw) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(raw[i:i+4]), 16, 32)
-	return rune(n), err == nil
-}
+// jsonUnstorable says why a model's arguments cannot be stored as they
+// are (jsondoc.Unstorable).
+func jsonUnstorable(raw json.RawMessage) string { return jsondoc.Unstorable(raw) }
 
 func deref(s *string) string {
 	if s == nil {

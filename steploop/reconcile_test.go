@@ -139,52 +139,6 @@ func FuzzChatRequest(f *testing.F) {
 	})
 }
 
-func TestSameJSONComparesValuesAsAJavaScriptClientReadsThem(t *testing.T) {
-	t.Parallel()
-	huge := "1" + strings.Repeat("0", 400) // how jsonb stores 1e400
-	for _, tc := range []struct {
-		a, b string
-		same bool
-	}{
-		{`{"a":1.50,"b":[1,2]}`, ` {"b":[1, 2],"a":1.5}`, true},
-		{`100`, `1e2`, true},
-		{`1e400`, huge, true},
-		{`-1e400`, huge, false},
-		{`{"a":1}`, `{"a":"1"}`, false},
-		{`{"a":1}`, `{"a":1,"b":null}`, false},
-		{`[1,2]`, `[2,1]`, false},
-		{`1`, `1 ]`, false},
-		{`1`, `1 2`, false},
-		{`null`, ``, true},
-	} {
-		require.Equal(t, tc.same, sameJSON(json.RawMessage(tc.a), json.RawMessage(tc.b)), "%s vs %s", tc.a, tc.b)
-	}
-}
-
-func TestJSONUnstorableNamesWhatPostgresWouldRefuse(t *testing.T) {
-	t.Parallel()
-	for raw, want := range map[string]string{
-		`{"a":"x"}`:                       "",
-		`{"a":"\ud83d\ude00","b":1e-400}`: "",
-		`"\\ud800"`:                       "", // an escaped backslash, not an escape
-		`{"a":"\u0000"}`:                  "NUL",
-		`{"\u0000":1}`:                    "NUL",
-		`"\ud800"`:                        "surrogate",
-		`"\udfff"`:                        "surrogate",
-		`"\ud800x"`:                       "surrogate",
-		`"\ud800\ud800"`:                  "surrogate",
-		"\"\xff\"":                        "UTF-8",
-		`[1e309]`:                         "1.8e308",
-	} {
-		got := jsonUnstorable(json.RawMessage(raw))
-		if want == "" {
-			require.Empty(t, got, raw)
-		} else {
-			require.Contains(t, got, want, raw)
-		}
-	}
-}
-
 // A body of tiny parts is refused before any is decoded into a Part: one
 // 1 MiB request of "{}," parts used to allocate 375 MiB. Not parallel: it
 // measures the process's allocations.

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/labstack/echo/v4"
 )
@@ -39,35 +40,24 @@ type invoicesForm struct{ Status, CustomerID, Number, From, To string }
 type invoicesQuery struct {
 	Form   invoicesForm
 	Filter invoices.InvoiceFilter
-	Page   invoices.Page
+	Page   page.Request
 	Raw    url.Values
 }
 
-// parseInvoicesQuery checks the invoice list's filters and cursor; a bad
-// one is a 422 page naming the field.
+// parseInvoicesQuery checks the invoice list's filters and cursor as the
+// REST list does (invoices.InvoiceQuery); the form's from and to are
+// calendar dates, to including its whole day. A bad one is a 422 page
+// naming the field.
 func parseInvoicesQuery(q url.Values) (invoicesQuery, error) {
-	iq := invoicesQuery{Raw: q, Page: invoices.Page{Limit: invoicePageSize + 1}}
+	iq := invoicesQuery{Raw: q}
 	iq.Form = invoicesForm{Status: q.Get("status"), CustomerID: q.Get("customer_id"), Number: q.Get("number"), From: q.Get("from"), To: q.Get("to")}
-	switch st := invoices.Status(iq.Form.Status); st {
-	case "":
-	case invoices.StatusDraft, invoices.StatusIssued, invoices.StatusPaid, invoices.StatusVoid:
-		iq.Filter.Status = st
-	default:
-		return iq, problem.Invalid("status", "must be draft, issued, paid or void")
-	}
-	if iq.Form.CustomerID != "" {
-		id, err := uuid.Parse(iq.Form.CustomerID)
-		if err != nil {
-			return iq, problem.Invalid("customer_id", "is not a customer id")
-		}
-		iq.Filter.CustomerID = &id
-	}
-	iq.Filter.Number = iq.Form.Number
+	list := invoices.InvoiceQuery{Status: iq.Form.Status, CustomerID: iq.Form.CustomerID, Number: iq.Form.Number,
+		Cursor: q.Get("cursor"), Limit: invoicePageSize}
 	for _, d := range []struct {
 		field, raw string
-		dst        **time.Time
+		dst        *string
 		days       int
-	}{{"from", iq.Form.From, &iq.Filter.CreatedAfter, 0}, {"to", iq.Form.To, &iq.Filter.CreatedBefore, 1}} {
+	}{{"from", iq.Form.From, &list.CreatedAfter, 0}, {"to", iq.Form.To, &list.CreatedBefore, 1}} {
 		if d.raw == "" {
 			continue
 		}
@@ -75,17 +65,11 @@ func parseInvoicesQuery(q url.Values) (invoicesQuery, error) {
 		if err != nil {
 			return iq, problem.Invalid(d.field, "must be a date (YYYY-MM-DD)")
 		}
-		t = t.AddDate(0, 0, d.days) // "to" includes its whole day
-		*d.dst = &t
+		*d.dst = t.AddDate(0, 0, d.days).Format(time.RFC3339)
 	}
-	if cur := q.Get("cursor"); cur != "" {
-		after, err := invoices.ParseCursor(cur)
-		if err != nil {
-			return iq, err
-		}
-		iq.Page.After = after
-	}
-	return iq, nil
+	var err error
+	iq.Filter, iq.Page, err = list.Parse()
+	return iq, err
 }
 
 // Invoices is the page GET /invoices: invoices read-only, filtered by
@@ -108,17 +92,17 @@ func (h *Handler) Invoices(c echo.Context, s *Session) error {
 // names, the customers the filter offers, and the link to the next page.
 func (h *Handler) invoicesPage(ctx context.Context, q invoicesQuery) (invoicesView, error) {
 	v := invoicesView{Statuses: []invoices.Status{invoices.StatusDraft, invoices.StatusIssued, invoices.StatusPaid, invoices.StatusVoid}, Filter: q.Form}
-	rows, err := invoices.InvoiceList(ctx, h.db, q.Filter, q.Page)
+	rows, err := invoices.InvoiceList(ctx, h.db, q.Filter, q.Page.Ahead())
 	if err != nil {
 		return v, err
 	}
-	if len(rows) > invoicePageSize {
-		rows = rows[:invoicePageSize]
-		v.NextURL = nextInvoicesURL(q.Raw, rows[len(rows)-1])
+	list := page.Of(rows, q.Page.Limit)
+	if list.HasMore {
+		v.NextURL = nextInvoicesURL(q.Raw, *list.NextCursor)
 	}
 	// The customer filter offers the first 100 customers; past that the
 	// list is better searched by number.
-	v.Customers, err = invoices.CustomerList(ctx, h.db, invoices.Page{Limit: 100})
+	v.Customers, err = invoices.CustomerList(ctx, h.db, page.Request{Limit: 100})
 	if err != nil {
 		return v, err
 	}
@@ -126,7 +110,7 @@ func (h *Handler) invoicesPage(ctx context.Context, q invoicesQuery) (invoicesVi
 	for _, cu := range v.Customers {
 		names[cu.ID] = cu.Name
 	}
-	for _, inv := range rows {
+	for _, inv := range list.Data {
 		name, ok := names[inv.CustomerID]
 		if !ok {
 			cu, err := invoices.CustomerGetByID(ctx, h.db, inv.CustomerID)
@@ -141,16 +125,16 @@ func (h *Handler) invoicesPage(ctx context.Context, q invoicesQuery) (invoicesVi
 	return v, nil
 }
 
-// nextInvoicesURL is the link to the page after last: the same query with
-// the cursor replaced.
-func nextInvoicesURL(q url.Values, last *invoices.Invoice) string {
+// nextInvoicesURL is the link to the page after cursor: the same query
+// with the cursor replaced.
+func nextInvoicesURL(q url.Values, cursor string) string {
 	next := url.Values{}
 	for k, vs := range q {
 		if k != "cursor" {
 			next[k] = vs
 		}
 	}
-	next.Set("cursor", invoices.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}.Encode())
+	next.Set("cursor", cursor)
 	return "/invoices?" + next.Encode()
 }
 

@@ -77,11 +77,12 @@ func Draft(ctx context.Context, t testing.TB, db store.Executor, opts DraftOpts)
 func Issued(ctx context.Context, t testing.TB, db store.Executor, opts DraftOpts) *invoices.Invoice {
 	t.Helper()
 	d := Draft(ctx, t, db, opts)
-	var out *invoices.Invoice
-	err := store.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
-		var err error
-		out, err = invoices.InvoiceIssueTx(ctx, tx, d.ID, invoices.DefaultNumberPrefix, time.Now())
-		return err
+	out, err := store.WithTxResult(ctx, db, func(ctx context.Context, tx pgx.Tx) (*invoices.Invoice, error) {
+		inv, err := invoices.InvoiceLockTx(ctx, tx, d.ID)
+		if err != nil {
+			return nil, err
+		}
+		return invoices.InvoiceIssueTx(ctx, tx, inv, invoices.DefaultNumberPrefix, time.Now())
 	})
 	require.NoError(t, err)
 	return out

@@ -1,12 +1,23 @@
-package invoices
+// Package page is the one shape of a list in the API: a page envelope
+// ({data, has_more, next_cursor}), the opaque keyset cursor every list
+// hands out, and the page size a client may ask for.
+package page
 
 import (
 	"encoding/base64"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/problem"
+)
+
+// Page sizes: 20 rows unless asked, at most 100, so one page of invoices
+// with their lines stays a bounded read.
+const (
+	DefaultLimit = 20
+	MaxLimit     = 100
 )
 
 // Cursor is a keyset position in (created_at, id) order. Clients get it as
@@ -38,6 +49,38 @@ func ParseCursor(s string) (*Cursor, error) {
 	return &c, nil
 }
 
+// ParseLimit reads a page size given as text (a query parameter): ""
+// is DefaultLimit, anything but 1 to MaxLimit is a 422 naming limit.
+func ParseLimit(s string) (int, error) {
+	if s == "" {
+		return DefaultLimit, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > MaxLimit {
+		return 0, problem.Invalid("limit", "must be an integer from 1 to %d", MaxLimit)
+	}
+	return n, nil
+}
+
+// Request asks for one page: Limit rows after After (nil: from the
+// start).
+type Request struct {
+	Limit int
+	After *Cursor
+}
+
+// Ahead is r asking for one row more than the page holds: the extra row
+// tells Of whether a next page exists, without a count.
+func (r Request) Ahead() Request {
+	r.Limit++
+	return r
+}
+
+// Row is a listed row: it knows its position.
+type Row interface {
+	Cursor() Cursor
+}
+
 // List is one page of a list: Data, and NextCursor when HasMore.
 type List[T any] struct {
 	Data       []T     `json:"data"`
@@ -45,13 +88,14 @@ type List[T any] struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
-// page builds a List from limit+1 fetched rows.
-func page[T any](rows []T, limit int, key func(T) Cursor) List[T] {
+// Of builds the page of limit rows from rows read with Request.Ahead: an
+// empty page is [], never null, and the cursor names the last row shown.
+func Of[T Row](rows []T, limit int) List[T] {
 	out := List[T]{Data: rows}
 	if len(rows) > limit {
 		out.Data = rows[:limit]
 		out.HasMore = true
-		next := key(rows[limit-1]).Encode()
+		next := rows[limit-1].Cursor().Encode()
 		out.NextCursor = &next
 	}
 	if out.Data == nil {

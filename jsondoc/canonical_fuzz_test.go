@@ -1,4 +1,4 @@
-package capability_test
+package jsondoc_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/jsondoc"
 )
 
 // FuzzCanonical checks the properties approvals and confirmations rely on:
@@ -28,11 +28,11 @@ func FuzzCanonical(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		canon, err := capability.Canonical(data)
+		canon, err := jsondoc.Canonical(data)
 		if err != nil {
 			return // not JSON, or not I-JSON (duplicate keys, bad UTF-8, out-of-range numbers)
 		}
-		again, err := capability.Canonical(canon)
+		again, err := jsondoc.Canonical(canon)
 		if err != nil || !bytes.Equal(again, canon) {
 			t.Fatalf("canonical form is not a fixed point: %q -> %q -> %q (%v)", data, canon, again, err)
 		}
@@ -47,16 +47,19 @@ func FuzzCanonical(f *testing.F) {
 			t.Fatalf("canonical form changed the value: %q -> %q", data, canon)
 		}
 
-		want, err := capability.Hash(data)
+		want, err := jsondoc.Hash(data)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if got := jsondoc.Sum(canon); got != want {
+			t.Fatalf("Sum of the canonical form differs from Hash for %q", data)
 		}
 		h := fnv.New64a()
 		h.Write(data)
 		rng := rand.New(rand.NewPCG(h.Sum64(), 5))
 		for range 3 {
 			other := respell(t, data, rng)
-			got, err := capability.Hash(other)
+			got, err := jsondoc.Hash(other)
 			if err != nil {
 				t.Fatalf("respelling %q as %q broke it: %v", data, other, err)
 			}
@@ -64,8 +67,12 @@ func FuzzCanonical(f *testing.F) {
 				t.Fatalf("equal values hash differently:\n%q\n%q", data, other)
 			}
 		}
-		if got, err := capability.HashValue(orig); err != nil || got != want {
-			t.Fatalf("HashValue of the decoded value differs for %q (%v)", data, err)
+		marshalled, err := json.Marshal(orig)
+		if err != nil {
+			t.Fatalf("marshal the decoded value of %q: %v", data, err)
+		}
+		if got, err := jsondoc.Hash(marshalled); err != nil || got != want {
+			t.Fatalf("the hash of the decoded value, marshalled again, differs for %q (%v)", data, err)
 		}
 	})
 }

@@ -1,0 +1,166 @@
+package invoices
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5"
+)
+
+type targetInput struct {
+	InvoiceID uuid.UUID `json:"invoice_id"`
+	Reason    string    `json:"reason"`
+}
+
+// InvoiceGet is the get-invoice capability.
+func (s *Service) InvoiceGet(ctx context.Context, call capability.Call) (any, error) {
+	var in targetInput
+	if err := decode(call, &in); err != nil {
+		return nil, err
+	}
+	return result(InvoiceGetByID(ctx, s.db, in.InvoiceID))
+}
+
+// lockForAction opens the common start of every invoice mutation: lock
+// the row (with its lines, which the mutation then reuses), honour
+// If-Match, check the status machine.
+func lockForAction(ctx context.Context, tx pgx.Tx, call capability.Call, id uuid.UUID, action Action) (*Invoice, error) {
+	inv, err := InvoiceLockTx(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := capability.CheckIfMatch(call.IfMatch, inv.Version); err != nil {
+		return nil, err
+	}
+	if _, err := Transition(inv.Status, action); err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+// mutate runs fn in one transaction on invoice id, locked and checked for
+// action (lockForAction); fn's invoice is the capability's output.
+func (s *Service) mutate(ctx context.Context, call capability.Call, id uuid.UUID, action Action,
+	fn func(ctx context.Context, tx pgx.Tx, inv *Invoice) (*Invoice, error)) (any, error) {
+	return result(store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Invoice, error) {
+		inv, err := lockForAction(ctx, tx, call, id, action)
+		if err != nil {
+			return nil, err
+		}
+		return fn(ctx, tx, inv)
+	}))
+}
+
+// authorize builds the gate's target (the invoice as the approver will see
+// it) and asks the gate; its refusal is returned as is, so a
+// store.CommitAnd refusal still commits what the gate recorded.
+func (s *Service) authorize(ctx context.Context, tx pgx.Tx, call capability.Call, inv *Invoice) (capability.Grant, error) {
+	c, err := CustomerGetByID(ctx, tx, inv.CustomerID)
+	if err != nil {
+		return capability.Grant{}, err
+	}
+	snap, err := json.Marshal(Snapshot{Invoice: inv, Customer: c})
+	if err != nil {
+		return capability.Grant{}, fmt.Errorf("snapshot: %w", err)
+	}
+	return s.gate.AuthorizeTx(ctx, tx, call, capability.Target{
+		Type: "invoice", ID: inv.ID.String(), Version: inv.Version,
+		Amount: inv.Total, Currency: inv.Currency, Snapshot: snap,
+	})
+}
+
+// Issue is the issue-invoice capability (consequential). In one
+// transaction: lock, state checks (nothing is created or consumed when
+// they fail), the gate, the audit event, then the number as the last write.
+func (s *Service) Issue(ctx context.Context, call capability.Call) (any, error) {
+	in, err := writable[targetInput](call)
+	if err != nil {
+		return nil, err
+	}
+	return s.mutate(ctx, call, in.InvoiceID, ActionIssue, func(ctx context.Context, tx pgx.Tx, inv *Invoice) (*Invoice, error) {
+		now := s.clock()
+		if len(inv.Lines) == 0 {
+			return nil, problem.Invalid("lines", "an invoice needs at least one line to be issued")
+		}
+		if inv.DueDate != nil && inv.DueDate.Before(s.today().Time) {
+			return nil, problem.Invalid("due_date", "the due date %s is before the issue date %s; update the draft first", inv.DueDate, s.today())
+		}
+		grant, err := s.authorize(ctx, tx, call, inv)
+		if err != nil {
+			return nil, err
+		}
+		// The audit event precedes the numbering so that the series row
+		// lock is the last one taken; the number is on the invoice row
+		// the event names.
+		if err := s.audit(ctx, tx, call, "invoice.issued", "invoice", inv.ID, map[string]any{
+			"approval_id": grant.ApprovalID, "invocation_id": grant.InvocationID,
+			"version": inv.Version, "total": inv.Total, "currency": inv.Currency, "series": s.prefix,
+		}); err != nil {
+			return nil, err
+		}
+		return InvoiceIssueTx(ctx, tx, inv, s.prefix, now)
+	})
+}
+
+// Delete is the delete-invoice capability (consequential): only drafts.
+func (s *Service) Delete(ctx context.Context, call capability.Call) (any, error) {
+	in, err := writable[targetInput](call)
+	if err != nil {
+		return nil, err
+	}
+	err = store.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		inv, err := lockForAction(ctx, tx, call, in.InvoiceID, ActionDelete)
+		if err != nil {
+			return err
+		}
+		grant, err := s.authorize(ctx, tx, call, inv)
+		if err != nil {
+			return err
+		}
+		if err := InvoiceDeleteTx(ctx, tx, inv.ID); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, call, "invoice.deleted", "invoice", inv.ID, map[string]any{
+			"approval_id": grant.ApprovalID, "invocation_id": grant.InvocationID,
+			"version": inv.Version, "total": inv.Total, "currency": inv.Currency,
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"id": in.InvoiceID, "deleted": true}, nil
+}
+
+func (s *Service) settle(ctx context.Context, call capability.Call, action Action, event string) (any, error) {
+	in, err := writable[targetInput](call)
+	if err != nil {
+		return nil, err
+	}
+	return s.mutate(ctx, call, in.InvoiceID, action, func(ctx context.Context, tx pgx.Tx, inv *Invoice) (*Invoice, error) {
+		to, _ := Transition(inv.Status, action)
+		out, err := InvoiceSetStatusTx(ctx, tx, inv, to, s.clock())
+		if err != nil {
+			return nil, err
+		}
+		data := map[string]any{"version": out.Version, "number": out.Number}
+		if in.Reason != "" {
+			data["reason"] = in.Reason
+		}
+		return out, s.audit(ctx, tx, call, event, "invoice", out.ID, data)
+	})
+}
+
+// Void is the void-invoice capability: issued → void.
+func (s *Service) Void(ctx context.Context, call capability.Call) (any, error) {
+	return s.settle(ctx, call, ActionVoid, "invoice.voided")
+}
+
+// MarkPaid is the mark-invoice-paid capability: issued → paid.
+func (s *Service) MarkPaid(ctx context.Context, call capability.Call) (any, error) {
+	return s.settle(ctx, call, ActionMarkPaid, "invoice.paid")
+}
