@@ -35,8 +35,9 @@ type Service struct {
 }
 
 // NewService returns the service. gate authorizes the consequential
-// capabilities (issue-invoice, delete-invoice); pass RefuseGate{} until the
-// approvals gate exists, never a gate that allows everything.
+// capabilities (issue-invoice, delete-invoice) inside their transactions
+// (ADR-0010): the approvals gate in the service, never one that allows
+// everything.
 func NewService(db store.Executor, gate capability.Gate, cfg Config) *Service {
 	s := &Service{db: db, gate: gate, prefix: cfg.NumberPrefix, now: cfg.Now}
 	if s.prefix == "" {

@@ -360,10 +360,6 @@ func textRefused(field, s string) error {
 	return nil
 }
 
-// jsonUnstorable says why a model's arguments cannot be stored as they
-// are (jsondoc.Unstorable).
-func jsonUnstorable(raw json.RawMessage) string { return jsondoc.Unstorable(raw) }
-
 func deref(s *string) string {
 	if s == nil {
 		return ""

@@ -139,8 +139,8 @@ func FuzzChatRequest(f *testing.F) {
 	})
 }
 
-// A body of tiny parts is refused before any is decoded into a Part: one
-// 1 MiB request of "{}," parts used to allocate 375 MiB. Not parallel: it
+// A body of tiny parts is refused before any is decoded into a Part:
+// decoded, one 1 MiB request of "{}," parts allocates 375 MiB. Not parallel: it
 // measures the process's allocations.
 func TestDecodeMessagesCountsPartsBeforeDecodingThem(t *testing.T) {
 	var sb strings.Builder

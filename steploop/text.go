@@ -2,8 +2,9 @@ package steploop
 
 import (
 	"fmt"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/invoiced/invoiced/jsondoc"
 )
 
 // stepText streams one model step's text into a text part of the answer.
@@ -29,7 +30,7 @@ func (s *stepText) write(delta string) {
 }
 
 func (s *stepText) emit(delta string) {
-	delta = storableText(delta)
+	delta = jsondoc.StorableText(delta)
 	if delta == "" {
 		return
 	}
@@ -63,12 +64,6 @@ func (s *stepText) end() {
 			s.t.asst().Parts[s.idx].State = "done"
 		}
 	}
-}
-
-// storableText is str as PostgreSQL can store it and JSON carries it
-// unchanged: U+0000 and invalid UTF-8 become U+FFFD.
-func storableText(str string) string {
-	return strings.ToValidUTF8(strings.ReplaceAll(str, "\x00", "\uFFFD"), "\uFFFD")
 }
 
 // partialRuneTail is the length of an incomplete UTF-8 sequence ending

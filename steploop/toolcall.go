@@ -13,6 +13,7 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/steploop/model"
 )
@@ -92,10 +93,10 @@ func toolInput(arguments string) (json.RawMessage, error) {
 		return json.RawMessage("{}"), nil
 	}
 	if !json.Valid([]byte(args)) || !strings.HasPrefix(args, "{") {
-		return mustJSON(storableText(arguments)), problem.Invalid("input", "the tool arguments are not a JSON object")
+		return mustJSON(jsondoc.StorableText(arguments)), problem.Invalid("input", "the tool arguments are not a JSON object")
 	}
-	if unstorable := jsonUnstorable(json.RawMessage(args)); unstorable != "" {
-		return mustJSON(storableText(arguments)), problem.Invalid("input", "the tool arguments %s", unstorable)
+	if unstorable := jsondoc.Unstorable(json.RawMessage(args)); unstorable != "" {
+		return mustJSON(jsondoc.StorableText(arguments)), problem.Invalid("input", "the tool arguments %s", unstorable)
 	}
 	return json.RawMessage(args), nil
 }

@@ -72,8 +72,8 @@ func Draft(ctx context.Context, t testing.TB, db store.Executor, opts DraftOpts)
 	return inv
 }
 
-// Issued inserts a draft and issues it directly in the store (no gate):
-// for tests that need an issued invoice while the gate refuses everything.
+// Issued inserts a draft and issues it directly in the store, past the
+// gate: for tests about what follows issue, not about approvals.
 func Issued(ctx context.Context, t testing.TB, db store.Executor, opts DraftOpts) *invoices.Invoice {
 	t.Helper()
 	d := Draft(ctx, t, db, opts)
