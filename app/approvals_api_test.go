@@ -14,6 +14,7 @@ import (
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/page"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,7 +27,7 @@ func TestApprovalListDefaultPageIs20(t *testing.T) {
 	for i := range 21 {
 		gateRequest(t, h, clerk, "issue-invoice", fmt.Sprintf("inv-%d", i), 100)
 	}
-	var page approvals.ListResponse
+	var page page.List[*approvals.Approval]
 	resp := h.Do(t, "GET", "/v1/approvals", tok, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
 	resp.JSON(t, &page)

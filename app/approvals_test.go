@@ -19,6 +19,7 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/store"
@@ -128,26 +129,26 @@ func TestApprovalListFiltersAndPages(t *testing.T) {
 	resp := h.Do(t, "POST", "/v1/approvals/"+ids[0]+"/approve", adminTok, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
 
-	var page approvals.ListResponse
+	var lst page.List[*approvals.Approval]
 	resp = h.Do(t, "GET", "/v1/approvals?limit=2", tok, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
-	resp.JSON(t, &page)
-	require.Len(t, page.Data, 2)
-	require.Equal(t, ids[2], page.Data[0].ID.String(), "newest first")
-	require.True(t, page.HasMore)
-	require.NotNil(t, page.NextCursor)
-	resp = h.Do(t, "GET", "/v1/approvals?limit=2&cursor="+*page.NextCursor, tok, nil)
-	page = approvals.ListResponse{}
-	resp.JSON(t, &page)
-	require.Len(t, page.Data, 1)
-	require.Equal(t, ids[0], page.Data[0].ID.String())
-	require.False(t, page.HasMore)
-	require.Nil(t, page.NextCursor)
+	resp.JSON(t, &lst)
+	require.Len(t, lst.Data, 2)
+	require.Equal(t, ids[2], lst.Data[0].ID.String(), "newest first")
+	require.True(t, lst.HasMore)
+	require.NotNil(t, lst.NextCursor)
+	resp = h.Do(t, "GET", "/v1/approvals?limit=2&cursor="+*lst.NextCursor, tok, nil)
+	lst = page.List[*approvals.Approval]{}
+	resp.JSON(t, &lst)
+	require.Len(t, lst.Data, 1)
+	require.Equal(t, ids[0], lst.Data[0].ID.String())
+	require.False(t, lst.HasMore)
+	require.Nil(t, lst.NextCursor)
 
-	page = approvals.ListResponse{}
-	h.Do(t, "GET", "/v1/approvals?status=approved", tok, nil).JSON(t, &page)
-	require.Len(t, page.Data, 1)
-	require.Equal(t, ids[0], page.Data[0].ID.String())
+	lst = page.List[*approvals.Approval]{}
+	h.Do(t, "GET", "/v1/approvals?status=approved", tok, nil).JSON(t, &lst)
+	require.Len(t, lst.Data, 1)
+	require.Equal(t, ids[0], lst.Data[0].ID.String())
 
 	for _, q := range []string{"status=nope", "cursor=xyz", "cursor=AAAA", "limit=0", "limit=101"} {
 		resp = h.Do(t, "GET", "/v1/approvals?"+q, tok, nil)

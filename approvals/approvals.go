@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 )
 
@@ -109,6 +110,9 @@ type Approval struct {
 
 	expiryReported bool
 }
+
+// Cursor is the request's position in the inbox's keyset order.
+func (a *Approval) Cursor() page.Cursor { return page.Cursor{CreatedAt: a.CreatedAt, ID: a.ID} }
 
 // refusal builds the typed problem a gate or decision answers for a.
 func refusal(status int, code, detail string, a *Approval) *problem.Error {

@@ -3,7 +3,6 @@ package approvals
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
 	"github.com/labstack/echo/v4"
@@ -31,23 +31,6 @@ type Handler struct {
 	Heartbeat time.Duration
 }
 
-// ListResponse is a page of the inbox, shaped like every list of the API.
-type ListResponse struct {
-	Data       []*Approval `json:"data"`
-	HasMore    bool        `json:"has_more"`
-	NextCursor *string     `json:"next_cursor"`
-}
-
-func encodeCursor(id uuid.UUID) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
-
-func decodeCursor(s string) (uuid.UUID, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) != 16 {
-		return uuid.Nil, problem.Invalid("cursor", "is not a cursor this service returned")
-	}
-	return uuid.UUID(b), nil
-}
-
 func parseID(c echo.Context) (uuid.UUID, error) {
 	id, err := uuid.Parse(c.Param("id"))
 	if err != nil {
@@ -58,43 +41,22 @@ func parseID(c echo.Context) (uuid.UUID, error) {
 
 // parseListParams reads ?status=&cursor=&limit= of the inbox list.
 func parseListParams(c echo.Context) (ListParams, error) {
-	var p ListParams
+	var (
+		p   ListParams
+		err error
+	)
 	if v := c.QueryParam("status"); v != "" {
-		st, err := ParseStatus(v)
-		if err != nil {
+		if p.Status, err = ParseStatus(v); err != nil {
 			return p, err
 		}
-		p.Status = st
 	}
 	if v := c.QueryParam("cursor"); v != "" {
-		id, err := decodeCursor(v)
-		if err != nil {
+		if p.Page.After, err = page.ParseCursor(v); err != nil {
 			return p, err
 		}
-		p.After = &id
 	}
-	if v := c.QueryParam("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return p, problem.Invalid("limit", "must be an integer from 1 to 100")
-		}
-		p.Limit = n
-	}
-	return p, nil
-}
-
-// newListResponse shapes a page of the inbox: an empty page is [], not
-// null, and the cursor names the last item when more follow.
-func newListResponse(items []*Approval, more bool) ListResponse {
-	resp := ListResponse{Data: items, HasMore: more}
-	if resp.Data == nil {
-		resp.Data = []*Approval{}
-	}
-	if more {
-		next := encodeCursor(items[len(items)-1].ID)
-		resp.NextCursor = &next
-	}
-	return resp
+	p.Page.Limit, err = page.ParseLimit(c.QueryParam("limit"))
+	return p, err
 }
 
 // List answers GET /v1/approvals?status=&cursor=&limit=.
@@ -103,11 +65,11 @@ func (h *Handler) List(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	items, more, err := h.Svc.List(c.Request().Context(), p)
+	list, err := h.Svc.List(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, newListResponse(items, more))
+	return c.JSON(http.StatusOK, list)
 }
 
 // parseWait reads ?wait= as a Go duration ("30s") or whole seconds ("30").

@@ -12,6 +12,7 @@ import (
 	"github.com/invoiced/invoiced/audit"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
@@ -226,11 +227,15 @@ func (s *Service) Get(ctx context.Context, id uuid.UUID) (*Approval, error) {
 }
 
 // List returns a page of requests after expiring those due.
-func (s *Service) List(ctx context.Context, p ListParams) ([]*Approval, bool, error) {
+func (s *Service) List(ctx context.Context, p ListParams) (page.List[*Approval], error) {
 	if _, err := s.ExpireDue(ctx); err != nil {
-		return nil, false, err
+		return page.List[*Approval]{}, err
 	}
-	return ApprovalList(ctx, s.db, p)
+	rows, err := ApprovalList(ctx, s.db, ListParams{Status: p.Status, Page: p.Page.Ahead()})
+	if err != nil {
+		return page.List[*Approval]{}, err
+	}
+	return page.Of(rows, p.Page.Limit), nil
 }
 
 // MaxWait bounds a long poll: a minute is below every common proxy's idle

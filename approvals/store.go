@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
@@ -104,45 +105,37 @@ func approvalLatestLockTx(ctx context.Context, tx pgx.Tx, capName, targetType, t
 type ListParams struct {
 	// Status filters by status; empty lists all.
 	Status Status
-	// After is the keyset cursor: list requests older than this id.
-	After *uuid.UUID
-	// Limit is the page size (1–100, default 20, as every list of the API).
-	Limit int
+	// Page is the page size and the keyset position (newest first).
+	Page page.Request
 }
 
-// ApprovalList returns one page of requests, newest first, and whether
-// there are more.
-func ApprovalList(ctx context.Context, db store.Executor, p ListParams) ([]*Approval, bool, error) {
-	if p.Limit <= 0 {
-		p.Limit = 20
+// ApprovalList returns the requests of one page read with
+// page.Request.Ahead, newest first.
+func ApprovalList(ctx context.Context, db store.Executor, p ListParams) ([]*Approval, error) {
+	var after struct {
+		at any
+		id any
 	}
-	var after any
-	if p.After != nil {
-		after = *p.After
+	if c := p.Page.After; c != nil {
+		after.at, after.id = c.CreatedAt, c.ID
 	}
-	var (
-		out  []*Approval
-		more bool
-	)
+	var out []*Approval
 	err := store.ReadSnapshot(ctx, db, func(db store.Executor) error {
 		rows, err := db.Query(ctx, `SELECT `+approvalColumns+approvalFrom+`
-			WHERE ($1 = '' OR r.status = $1) AND ($2::uuid IS NULL OR r.id < $2)
-			ORDER BY r.id DESC LIMIT $3`, string(p.Status), after, p.Limit+1)
+			WHERE ($1 = '' OR r.status = $1) AND ($2::timestamptz IS NULL OR (r.created_at, r.id) < ($2, $3::uuid))
+			ORDER BY r.created_at DESC, r.id DESC LIMIT $4`, string(p.Status), after.at, after.id, p.Page.Limit)
 		if err != nil {
 			return store.MapError(err, "approvals")
 		}
 		if out, err = collectApprovals(rows); err != nil {
 			return store.MapError(err, "approvals")
 		}
-		if more = len(out) > p.Limit; more {
-			out = out[:p.Limit]
-		}
 		return decisionsLoad(ctx, db, out)
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return out, more, nil
+	return out, nil
 }
 
 // approvalsDueLockTx returns up to limit open requests whose expiry is

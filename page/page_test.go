@@ -95,3 +95,22 @@ func TestOfBuildsThePageFromOneRowAhead(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"data":[],"has_more":false,"next_cursor":null}`, string(b), "an empty page is [], never null")
 }
+
+// FuzzParseCursor: any text is refused with a 422 naming cursor, or is a
+// cursor that round-trips.
+func FuzzParseCursor(f *testing.F) {
+	c := page.Cursor{CreatedAt: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), ID: uuid.Must(uuid.NewV7())}
+	for _, s := range []string{"", "AZO3XmbTdwGl1JjKK2u7Wg", c.Encode(), "e30", "bnVsbA"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := page.ParseCursor(s)
+		if err != nil {
+			requireCursorRefused(t, err, s)
+			return
+		}
+		again, err := page.ParseCursor(got.Encode())
+		require.NoError(t, err)
+		require.True(t, again.CreatedAt.Equal(got.CreatedAt) && again.ID == got.ID, "%q", s)
+	})
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/labstack/echo/v4"
 )
@@ -112,20 +113,20 @@ func rowOf(a *approvals.Approval) requestRow {
 // decisions.
 func (h *Handler) Inbox(c echo.Context, s *Session) error {
 	ctx := c.Request().Context()
-	pending, more, err := h.deps.Approvals.List(ctx, approvals.ListParams{Status: approvals.StatusPending, Limit: pendingLimit})
+	pending, err := h.deps.Approvals.List(ctx, approvals.ListParams{Status: approvals.StatusPending, Page: page.Request{Limit: pendingLimit}})
 	if err != nil {
 		return err
 	}
-	slices.Reverse(pending)
-	recent, _, err := h.deps.Approvals.List(ctx, approvals.ListParams{Limit: recentDecisions + pendingLimit})
+	slices.Reverse(pending.Data)
+	recent, err := h.deps.Approvals.List(ctx, approvals.ListParams{Page: page.Request{Limit: recentDecisions + pendingLimit}})
 	if err != nil {
 		return err
 	}
-	v := inboxView{Truncated: more, EventsURL: "/v1/approvals/events", CanDecide: s.User.Role.CanDecide(), ViewerName: s.User.Username}
-	for _, a := range pending {
+	v := inboxView{Truncated: pending.HasMore, EventsURL: "/v1/approvals/events", CanDecide: s.User.Role.CanDecide(), ViewerName: s.User.Username}
+	for _, a := range pending.Data {
 		v.Pending = append(v.Pending, rowOf(a))
 	}
-	for _, a := range recent {
+	for _, a := range recent.Data {
 		if a.Status == approvals.StatusPending {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/money"
+	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 )
@@ -49,7 +50,7 @@ func cmdApprovalsList(ctx context.Context, e env, args []string, stdout, stderr 
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	p := approvals.ListParams{Limit: *limit}
+	p := approvals.ListParams{Page: page.Request{Limit: *limit}}
 	if *limit < 1 || *limit > 100 {
 		return problem.Invalid("limit", "must be from 1 to 100")
 	}
@@ -65,13 +66,13 @@ func cmdApprovalsList(ctx context.Context, e env, args []string, stdout, stderr 
 		return err
 	}
 	defer pool.Close()
-	items, more, err := approvals.NewService(pool, approvals.Policy{}, nil).List(ctx, p)
+	list, err := approvals.NewService(pool, approvals.Policy{}, nil).List(ctx, p)
 	if err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tCAPABILITY\tTARGET\tAMOUNT\tREQUESTED BY\tAPPROVALS\tEXPIRES")
-	for _, a := range items {
+	for _, a := range list.Data {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s v%d\t%s %s\t%s\t%d/%d\t%s\n", a.ID, a.Status, a.Capability,
 			a.Target.Type, a.Target.ID, a.Target.Version, money.Format(a.Amount, a.Currency), a.Currency,
 			a.RequestedBy.Username, a.Approvals, a.RequiredApprovals, a.ExpiresAt.Format(time.RFC3339))
@@ -79,7 +80,7 @@ func cmdApprovalsList(ctx context.Context, e env, args []string, stdout, stderr 
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if more {
+	if list.HasMore {
 		fmt.Fprintln(stdout, "(more: narrow with --status or raise --limit)")
 	}
 	return nil
