@@ -101,6 +101,43 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 
 // Stream implements Provider.
 func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) error) (Step, error) {
+	params, err := o.params(req)
+	if err != nil {
+		return Step{}, err
+	}
+	parent := ctx
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := &streamWatch{idle: time.AfterFunc(o.idle, func() { cancel(errIdle) }), every: o.idle}
+	defer w.idle.Stop()
+	stream := o.chat.NewStreaming(context.WithValue(ctx, watchKey{}, w), params)
+	defer stream.Close()
+	a := assembly{byIndex: map[int64]*ToolCall{}}
+	for stream.Next() {
+		// The time onText takes (the client's write) is not the
+		// endpoint's idleness, even when every chunk came in one read.
+		w.idle.Reset(o.idle)
+		if err := a.add(stream.Current(), onText); err != nil {
+			return Step{}, err
+		}
+	}
+	if errors.Is(context.Cause(ctx), errIdle) && parent.Err() == nil {
+		return Step{}, fmt.Errorf("model stream: the endpoint sent nothing for %s (INVOICED_MODEL_IDLE_TIMEOUT)", o.idle)
+	}
+	if err := stream.Err(); err != nil {
+		if parent.Err() != nil {
+			return Step{}, parent.Err()
+		}
+		return Step{}, streamError(err)
+	}
+	if a.step.FinishReason == "" && parent.Err() != nil {
+		return Step{}, parent.Err()
+	}
+	return a.finish(w.done)
+}
+
+// params is req as a Chat Completions request.
+func (o *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(o.model)}
 	if req.System != "" {
 		params.Messages = append(params.Messages, openai.SystemMessage(req.System))
@@ -112,25 +149,13 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 		case RoleTool:
 			params.Messages = append(params.Messages, openai.ToolMessage(m.Content, m.ToolCallID))
 		case RoleAssistant:
-			a := openai.ChatCompletionAssistantMessageParam{}
-			if m.Content != "" {
-				a.Content.OfString = openai.String(m.Content)
-			}
-			for _, tc := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-						ID:       tc.ID,
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments},
-					},
-				})
-			}
-			params.Messages = append(params.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+			params.Messages = append(params.Messages, assistantParam(m))
 		}
 	}
 	for _, t := range req.Tools {
 		var schema shared.FunctionParameters
 		if err := json.Unmarshal(t.Parameters, &schema); err != nil {
-			return Step{}, fmt.Errorf("tool %s: schema: %w", t.Name, err)
+			return params, fmt.Errorf("tool %s: schema: %w", t.Name, err)
 		}
 		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 			Name:        t.Name,
@@ -138,87 +163,80 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 			Parameters:  schema,
 		}))
 	}
+	return params, nil
+}
 
-	parent := ctx
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	w := &streamWatch{idle: time.AfterFunc(o.idle, func() { cancel(errIdle) }), every: o.idle}
-	defer w.idle.Stop()
-	stream := o.chat.NewStreaming(context.WithValue(ctx, watchKey{}, w), params)
-	defer stream.Close()
-	var (
-		step  Step
-		text  []byte
-		calls []*ToolCall
-		// byIndex is the call each index is assembling.
-		byIndex = map[int64]*ToolCall{}
-	)
-	for stream.Next() {
-		// The time onText takes (the client's write) is not the
-		// endpoint's idleness, even when every chunk came in one read.
-		w.idle.Reset(o.idle)
-		chunk := stream.Current()
-		if len(chunk.Choices) == 0 {
+func assistantParam(m Message) openai.ChatCompletionMessageParamUnion {
+	a := openai.ChatCompletionAssistantMessageParam{}
+	if m.Content != "" {
+		a.Content.OfString = openai.String(m.Content)
+	}
+	for _, tc := range m.ToolCalls {
+		a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+			OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+				ID:       tc.ID,
+				Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments},
+			},
+		})
+	}
+	return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
+}
+
+// assembly builds a step from its stream's chunks.
+type assembly struct {
+	step  Step
+	text  []byte
+	calls []*ToolCall
+	// byIndex is the call each index is assembling.
+	byIndex map[int64]*ToolCall
+}
+
+// add takes one chunk: text goes to onText as it arrives.
+func (a *assembly) add(chunk openai.ChatCompletionChunk, onText func(string) error) error {
+	if len(chunk.Choices) == 0 {
+		return nil
+	}
+	ch := chunk.Choices[0]
+	// A refusal is what the model says instead of an answer.
+	for _, d := range []string{ch.Delta.Content, ch.Delta.Refusal} {
+		if d == "" {
 			continue
 		}
-		ch := chunk.Choices[0]
-		// A refusal is what the model says instead of an answer.
-		for _, d := range []string{ch.Delta.Content, ch.Delta.Refusal} {
-			if d == "" {
-				continue
-			}
-			text = append(text, d...)
-			if err := onText(d); err != nil {
-				return Step{}, err
-			}
-		}
-		// Tool calls arrive as fragments keyed by index: the first carries
-		// the id and name, later ones append to the arguments. Some servers
-		// split the name over fragments (joined), some repeat it on every
-		// fragment (kept once), and some send whole calls without an index
-		// (so all at 0): a new id at an index starts a new call.
-		for _, tc := range ch.Delta.ToolCalls {
-			c, ok := byIndex[tc.Index]
-			if !ok || (tc.ID != "" && c.ID != "" && tc.ID != c.ID) {
-				c = &ToolCall{}
-				byIndex[tc.Index] = c
-				calls = append(calls, c)
-			}
-			if tc.ID != "" {
-				c.ID = tc.ID
-			}
-			if n := tc.Function.Name; n != c.Name {
-				c.Name += n
-			}
-			c.Arguments += tc.Function.Arguments
-		}
-		if ch.FinishReason != "" {
-			step.FinishReason = ch.FinishReason
+		a.text = append(a.text, d...)
+		if err := onText(d); err != nil {
+			return err
 		}
 	}
-	if errors.Is(context.Cause(ctx), errIdle) && parent.Err() == nil {
-		return Step{}, fmt.Errorf("model stream: the endpoint sent nothing for %s (INVOICED_MODEL_IDLE_TIMEOUT)", o.idle)
-	}
-	if err := stream.Err(); err != nil {
-		if parent.Err() != nil {
-			return Step{}, parent.Err()
+	// Tool calls arrive as fragments keyed by index: the first carries
+	// the id and name, later ones append to the arguments. Some servers
+	// split the name over fragments (joined), some repeat it on every
+	// fragment (kept once), and some send whole calls without an index
+	// (so all at 0): a new id at an index starts a new call.
+	for _, tc := range ch.Delta.ToolCalls {
+		c, ok := a.byIndex[tc.Index]
+		if !ok || (tc.ID != "" && c.ID != "" && tc.ID != c.ID) {
+			c = &ToolCall{}
+			a.byIndex[tc.Index] = c
+			a.calls = append(a.calls, c)
 		}
-		var se *ssestream.StreamError
-		if errors.As(err, &se) {
-			// An error event inside the stream: its message is the
-			// endpoint's own text, which may echo the request (the key, the
-			// prompt), so only its type and code go to the log.
-			var ev struct {
-				Error struct {
-					Type any `json:"type"`
-					Code any `json:"code"`
-				} `json:"error"`
-			}
-			_ = json.Unmarshal(se.Event.Data, &ev)
-			return Step{}, fmt.Errorf("model stream: the endpoint sent an error event (type %v, code %v)", ev.Error.Type, ev.Error.Code)
+		if tc.ID != "" {
+			c.ID = tc.ID
 		}
-		return Step{}, fmt.Errorf("model stream: %w", err)
+		if n := tc.Function.Name; n != c.Name {
+			c.Name += n
+		}
+		c.Arguments += tc.Function.Arguments
 	}
+	if ch.FinishReason != "" {
+		a.step.FinishReason = ch.FinishReason
+	}
+	return nil
+}
+
+// finish is the assembled step once the stream ended without an error;
+// sawDone says whether its closing [DONE] line was read.
+func (a *assembly) finish(sawDone bool) (Step, error) {
+	step := a.step
 	// The SSE decoder takes a body that simply ends for a finished stream.
 	// A step is complete when a chunk said why it finished, or when the
 	// stream ended with its [DONE] line (some servers send no
@@ -226,19 +244,16 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 	// mid-answer, half a tool call's arguments) or was never a stream (a
 	// proxy's page, an endpoint ignoring stream=true): neither is an answer.
 	if step.FinishReason == "" {
-		if parent.Err() != nil {
-			return Step{}, parent.Err()
-		}
-		if !w.done {
+		if !sawDone {
 			return Step{}, errors.New("model stream: it ended without a finish_reason or [DONE]: the connection was cut, or the endpoint does not stream Chat Completions")
 		}
 		step.FinishReason = "stop"
-		if len(calls) > 0 {
+		if len(a.calls) > 0 {
 			step.FinishReason = "tool_calls"
 		}
 	}
-	step.Text = string(text)
-	for _, c := range calls {
+	step.Text = string(a.text)
+	for _, c := range a.calls {
 		if c.Name == "" {
 			// Replayed to the model as a call to "", it would make every
 			// later request in the conversation fail.
@@ -247,6 +262,25 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 		step.ToolCalls = append(step.ToolCalls, *c)
 	}
 	return step, nil
+}
+
+// streamError describes a failed stream for the log.
+func streamError(err error) error {
+	var se *ssestream.StreamError
+	if !errors.As(err, &se) {
+		return fmt.Errorf("model stream: %w", err)
+	}
+	// An error event inside the stream: its message is the endpoint's own
+	// text, which may echo the request (the key, the prompt), so only its
+	// type and code go to the log.
+	var ev struct {
+		Error struct {
+			Type any `json:"type"`
+			Code any `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(se.Event.Data, &ev)
+	return fmt.Errorf("model stream: the endpoint sent an error event (type %v, code %v)", ev.Error.Type, ev.Error.Code)
 }
 
 // watchKey carries a step's streamWatch to watchBody.
