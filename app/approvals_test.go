@@ -19,6 +19,7 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
@@ -34,7 +35,7 @@ import (
 func gateRequest(t *testing.T, h *apptest.Harness, requester *identity.User, capName, target string, amount int64) string {
 	t.Helper()
 	input := []byte(fmt.Sprintf(`{"id":%q}`, target))
-	hash, err := capability.Hash(input)
+	hash, err := jsondoc.Hash(input)
 	require.NoError(t, err)
 	c := capability.Call{Name: capName, Principal: requester.Principal(), Via: capability.PathREST, Input: input, InputHash: hash}
 	err = store.WithTx(context.Background(), h.Pool, func(ctx context.Context, tx pgx.Tx) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/stretchr/testify/require"
 )
@@ -245,7 +246,7 @@ func TestGateBindsCapabilityAndTarget(t *testing.T) {
 	// An approval for one effective input does not cover another.
 	other := call(t, "delete-invoice", b.clerk, "inv-x")
 	other.Input = []byte(`{"id":"inv-x","reason":"duplicate"}`)
-	h, err := capability.Hash(other.Input)
+	h, err := jsondoc.Hash(other.Input)
 	require.NoError(t, err)
 	other.InputHash = h
 	require.NotEqual(t, delID, b.required(t, other, "inv-x"))

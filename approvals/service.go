@@ -6,12 +6,12 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/audit"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
@@ -101,11 +101,11 @@ func checkDecision(decision, reason string) error {
 		return problem.Invalid("decision", "must be approve or deny")
 	case decision == DecisionDeny && reason == "":
 		return problem.Invalid("reason", "is required to deny: say what is wrong so the requester can fix it")
-	case len(reason) > maxReasonLen || !utf8.ValidString(reason):
-		return problem.Invalid("reason", "must be valid UTF-8 of at most %d bytes", maxReasonLen)
-	case strings.ContainsRune(reason, 0):
-		// PostgreSQL text cannot hold it.
-		return problem.Invalid("reason", "must not contain the NUL character (U+0000)")
+	case len(reason) > maxReasonLen:
+		return problem.Invalid("reason", "must be at most %d bytes", maxReasonLen)
+	}
+	if r, bad := jsondoc.UnstorableText(reason); bad {
+		return problem.Invalid("reason", "%s", r.Message())
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/clocktest"
+	"github.com/invoiced/invoiced/jsondoc"
 
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/audit"
@@ -97,7 +98,7 @@ func (b *bundle) edit(t *testing.T, id string) {
 func call(t *testing.T, name string, p identity.Principal, target string) capability.Call {
 	t.Helper()
 	input := []byte(fmt.Sprintf(`{"id":%q}`, target))
-	h, err := capability.Hash(input)
+	h, err := jsondoc.Hash(input)
 	require.NoError(t, err)
 	return capability.Call{Name: name, Principal: p, Via: capability.PathREST, Input: input, InputHash: h}
 }

@@ -68,7 +68,7 @@ type Confirmation struct {
 	// Capability is the capability's name.
 	Capability string `json:"capability"`
 	// InputHash is the hex SHA-256 of the canonical effective input
-	// (capability.Hash).
+	// (jsondoc.Hash).
 	InputHash string `json:"input_hash"`
 	// ConversationID is the conversation the call belongs to.
 	ConversationID string `json:"conversation_id"`

@@ -82,7 +82,7 @@ func (c *Controller) Mode() Mode { return c.mode }
 type Request struct {
 	// Capability is the capability's (and tool's) name.
 	Capability string
-	// InputHash is capability.Hash of the effective input, recomputed from
+	// InputHash is jsondoc.Hash of the effective input, recomputed from
 	// the server's stored tool call, never from the client's copy.
 	InputHash string
 	// ConversationID is the conversation the call belongs to.
@@ -129,7 +129,7 @@ func (r Request) validate() error {
 	case r.Capability == "":
 		return errors.New("confirm: request without capability")
 	case !inputHashRE.MatchString(r.InputHash):
-		return errors.New("confirm: input hash must be the hex SHA-256 from capability.Hash")
+		return errors.New("confirm: input hash must be the hex SHA-256 from jsondoc.Hash")
 	case r.ConversationID == "":
 		return errors.New("confirm: request without conversation id")
 	case r.Principal == uuid.Nil:

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/clocktest"
+	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/store"
 
 	"github.com/google/uuid"
-	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/store/storetest"
@@ -143,7 +143,7 @@ func (b *bundle) pause(t *testing.T, input string) (confirm.Confirmation, string
 
 func hash(t *testing.T, input string) string {
 	t.Helper()
-	h, err := capability.Hash([]byte(input))
+	h, err := jsondoc.Hash([]byte(input))
 	require.NoError(t, err)
 	return h
 }

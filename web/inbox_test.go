@@ -12,6 +12,7 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
@@ -35,7 +36,7 @@ func (b *bundle) request(t *testing.T, clerk *identity.User, via capability.Path
 	t.Helper()
 	invoiceID := uuid.Must(uuid.NewV7()).String()
 	input := json.RawMessage(`{"invoice_id":"` + invoiceID + `"}`)
-	hash, err := capability.Hash(input)
+	hash, err := jsondoc.Hash(input)
 	require.NoError(t, err)
 	call := capability.Call{Name: "issue-invoice", Principal: clerk.Principal(), Via: via, Input: input, InputHash: hash}
 	target := capability.Target{Type: "invoice", ID: invoiceID, Version: 1, Amount: 45568, Currency: "EUR", Snapshot: snapshotEUR(invoiceID)}

@@ -11,6 +11,7 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/store/storetest"
@@ -50,7 +51,7 @@ func setupApprovals(t *testing.T) *approvalsBundle {
 func (b *approvalsBundle) request(t *testing.T, p identity.Principal, capName, target string) string {
 	t.Helper()
 	input := []byte(fmt.Sprintf(`{"invoice_id":%q}`, target))
-	h, err := capability.Hash(input)
+	h, err := jsondoc.Hash(input)
 	require.NoError(t, err)
 	err = store.WithTx(b.ctx, b.pool, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := b.gate.AuthorizeTx(ctx, tx, capability.Call{Name: capName, Principal: p, Via: capability.PathREST, Input: input, InputHash: h},
