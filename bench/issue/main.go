@@ -283,7 +283,7 @@ func (b *bench) prepare(ctx context.Context, n int) ([]item, error) {
 					return
 				}
 				aid := uuid.MustParse(pe.Extra["approval_id"].(string))
-				if _, err := svc.Decide(ctx, b.approver, "bench", aid, 0, approvals.DecisionApprove, ""); err != nil {
+				if _, err := svc.Decide(ctx, b.approver, capability.PathCLI, aid, 0, approvals.DecisionApprove, ""); err != nil {
 					record(err)
 					return
 				}
@@ -360,7 +360,7 @@ const auditLockKey int64 = 0x61756469_74636861
 
 // rawScript is the issue transaction as SQL, statement for statement what
 // the service sends (invoice lock and lines, customer, the gate's lookup,
-// consume and notify, two audit appends, the numbered update, lines), with
+// consume and notify, two audit appends, the numbered update), with
 // the audit events built in SQL. Pipelines mirror the statements pgx
 // sends as one batch (consume + notify; each audit lock + insert). The
 // work item lookup before BEGIN stands in for the HTTP request naming the
@@ -396,7 +396,6 @@ SELECT coalesce((SELECT seq FROM head), 0) + 1, ev.t::jsonb, coalesce((SELECT ha
 WITH seq AS (INSERT INTO invoice_number_series AS s (prefix, year, last_seq) VALUES ('INV', extract(year FROM now())::int, 1) ON CONFLICT (prefix, year) DO UPDATE SET last_seq = s.last_seq + 1 RETURNING last_seq)
 UPDATE invoices SET status = 'issued', number = 'INV-' || extract(year FROM now())::int || '-' || lpad(seq.last_seq::text, greatest(6, length(seq.last_seq::text)), '0'), issued_at = now(), version = version + 1, updated_at = now() FROM seq WHERE id = :inv AND status = 'draft'
 RETURNING invoices.id, invoices.number, invoices.status, invoices.customer_id, invoices.currency, invoices.due_date, invoices.memo, invoices.subtotal, invoices.tax_total, invoices.total, invoices.issued_at, invoices.voided_at, invoices.paid_at, invoices.version, invoices.created_at, invoices.updated_at;
-SELECT invoice_id, description, quantity, unit_amount, tax_rate_bps, amount, tax_amount FROM invoice_lines WHERE invoice_id = ANY(ARRAY[:inv::uuid]) ORDER BY invoice_id, position;
 END;
 `
 
