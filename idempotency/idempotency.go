@@ -238,7 +238,7 @@ func Middleware(db store.Executor) echo.MiddlewareFunc {
 			if err != nil {
 				return err
 			}
-			body, err := server.ReadBody(c)
+			body, err := server.ReadBodyBytes(c)
 			if err != nil {
 				return err // the body limit's 413
 			}

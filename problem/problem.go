@@ -23,6 +23,8 @@ const (
 	CodeInternal         = "INTERNAL"
 	CodeUnavailable      = "UNAVAILABLE"
 	CodeBadRequest       = "BAD_REQUEST"
+	// CodeUnsupportedMediaType is a 415: a body not sent as JSON.
+	CodeUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
 )
 
 // FieldError names one invalid field of a request: field is a JSON pointer-ish
