@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/store"
 	"github.com/labstack/echo/v4"
 )
 
@@ -50,6 +53,7 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		if p.Status == http.StatusUnauthorized {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="invoiced"`)
 		}
+		SetRetryAfter(c, p)
 		body := map[string]any{
 			"type":   "about:blank",
 			"title":  p.Title,
@@ -86,8 +90,19 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	}
 }
 
-// ToProblem maps any error to a problem: typed errors keep theirs, Echo's
-// HTTP errors get a code by status, anything else is a 500 with no detail.
+// SetRetryAfter sends p's RetryAfter, if it has one, as the Retry-After
+// header in whole seconds.
+func SetRetryAfter(c echo.Context, p *problem.Error) {
+	if p.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(p.RetryAfter.Seconds()))))
+	}
+}
+
+// ToProblem maps any error to a problem: typed errors keep theirs, a
+// database that cannot be reached is 503 UNAVAILABLE wherever the error
+// came from (a token lookup, a transaction's begin, an error wrapped with
+// %w on its way up), Echo's HTTP errors get a code by status, anything
+// else is a 500 with no detail.
 func ToProblem(err error) *problem.Error {
 	if p, ok := problem.As(err); ok {
 		if p.Title == "" {
@@ -97,6 +112,9 @@ func ToProblem(err error) *problem.Error {
 			return &c
 		}
 		return p
+	}
+	if store.IsUnavailable(err) {
+		return store.Unavailable(err)
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
