@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -116,6 +117,9 @@ func IsUnavailable(err error) bool {
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed) {
 		return true
 	}
+	// An HTTP client's error (a model provider's) is a net.Error too,
+	// and never the database's.
+	var urlErr *url.Error
 	var netErr net.Error
-	return errors.As(err, &netErr)
+	return !errors.As(err, &urlErr) && errors.As(err, &netErr)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"syscall"
 	"testing"
 	"time"
@@ -39,6 +40,7 @@ func TestIsUnavailable(t *testing.T) {
 		{&pgconn.PgError{Code: "23505"}, false},
 		{&pgconn.PgError{Code: "57014"}, false}, // a cancelled statement
 		{context.Canceled, false},
+		{&url.Error{Op: "Post", URL: "https://model.example/v1", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}, false},
 		{fmt.Errorf("%w: %w", context.DeadlineExceeded, &net.OpError{Op: "read", Err: syscall.ETIMEDOUT}), false},
 	} {
 		require.Equal(t, tc.want, store.IsUnavailable(tc.err), "%#v", tc.err)
