@@ -34,12 +34,18 @@ type Options struct {
 	Config app.Config
 	// Log receives the service's logs; nil discards them.
 	Log *slog.Logger
+	// DatabaseURL, when set, is a migrated database to run on (such as a
+	// storetest.Cluster's) instead of a new clone of the test server's.
+	DatabaseURL string
 }
 
 // New starts the service on a fresh migrated database.
 func New(t testing.TB, opts Options) *Harness {
 	t.Helper()
-	dbURL := storetest.URL(t)
+	dbURL := opts.DatabaseURL
+	if dbURL == "" {
+		dbURL = storetest.URL(t)
+	}
 	pool := storetest.PoolFor(t, dbURL)
 	log := opts.Log
 	if log == nil {
