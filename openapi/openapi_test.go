@@ -3,6 +3,7 @@ package openapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -85,4 +86,45 @@ func TestServedAsJSON(t *testing.T) {
 	doc, err := openapi3.NewLoader().LoadFromData(r.Body)
 	require.NoError(t, err)
 	require.NotNil(t, doc.Paths.Value("/v1/invoices/{id}/issue").Post)
+}
+
+// TestEveryOperationListsItsAnswers holds the document to the rules that
+// let openapitest check every exchange: an operationId on each operation,
+// no blanket default response (it would declare every status), and each
+// response declaring the X-Request-Id every response carries; under /v1,
+// the 401 and 503 that any authenticated request can meet.
+func TestEveryOperationListsItsAnswers(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.Document()
+	require.NoError(t, err)
+	ids := map[string]string{}
+	var bad []string
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			what := method + " " + path
+			if op.OperationID == "" {
+				bad = append(bad, what+": no operationId")
+			} else if other, dup := ids[op.OperationID]; dup {
+				bad = append(bad, what+": operationId "+op.OperationID+" is also "+other+"'s")
+			}
+			ids[op.OperationID] = what
+			if op.Responses.Default() != nil {
+				bad = append(bad, what+": a default response")
+			}
+			for status, r := range op.Responses.Map() {
+				if r.Value.Headers["X-Request-Id"] == nil {
+					bad = append(bad, what+": response "+status+" without X-Request-Id")
+				}
+			}
+			if strings.HasPrefix(path, "/v1/") {
+				for _, status := range []int{http.StatusUnauthorized, http.StatusServiceUnavailable} {
+					if op.Responses.Status(status) == nil {
+						bad = append(bad, fmt.Sprintf("%s: no %d", what, status))
+					}
+				}
+			}
+		}
+	}
+	require.Empty(t, bad)
+	require.Greater(t, len(ids), 30)
 }
