@@ -1,12 +1,16 @@
 package openapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -127,4 +131,36 @@ func TestEveryOperationListsItsAnswers(t *testing.T) {
 	}
 	require.Empty(t, bad)
 	require.Greater(t, len(ids), 30)
+}
+
+// TestRedoclyLint runs Redocly CLI (pinned in package-lock.json) over the
+// document with redocly.yaml's rules: it must report no error. A copy
+// missing an operationId shows the lint can fail.
+func TestRedoclyLint(t *testing.T) {
+	t.Parallel()
+	dir, err := filepath.Abs(".")
+	require.NoError(t, err)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@redocly", "cli", "package.json")); err != nil {
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "npm ci in %s:\n%s", dir, out)
+	}
+	lint := func(file string) (string, error) {
+		cmd := exec.Command("npx", "--no-install", "redocly", "lint", "--config", filepath.Join(dir, "redocly.yaml"), "--format", "stylish", file)
+		cmd.Dir = dir
+		// No usage data sent, no update check.
+		cmd.Env = append(os.Environ(), "REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := lint("openapi.yaml")
+	require.NoError(t, err, "redocly lint openapi/openapi.yaml:\n%s", out)
+	require.Contains(t, out, "Your API description is valid")
+
+	broken := filepath.Join(t.TempDir(), "openapi.yaml")
+	require.NoError(t, os.WriteFile(broken, bytes.Replace(openapi.Source(), []byte("      operationId: get-me\n"), nil, 1), 0o600))
+	out, err = lint(broken)
+	require.Error(t, err, "a document without an operationId passed:\n%s", out)
+	require.Contains(t, out, "operation-operationId")
 }
