@@ -51,10 +51,7 @@ func New(t testing.TB, opts Options) *Harness {
 		t.Fatalf("apptest: app.New: %v", err)
 	}
 	t.Cleanup(a.Close)
-	// As `invoiced serve` configures it, metrics included.
-	cfg := server.DefaultConfig()
-	cfg.Metrics = server.NewMetrics()
-	e := server.New(cfg, log, func(ctx context.Context) error { return pool.Ping(ctx) })
+	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return pool.Ping(ctx) })
 	a.Routes(e)
 	// Every exchange of the test is held to openapi/openapi.yaml.
 	srv := httptest.NewServer(openapitest.Wrap(t, e))
