@@ -106,8 +106,14 @@ type checker struct {
 	router  routers.Router
 	running sync.WaitGroup
 	mu      sync.Mutex
-	seen    map[string]int // mismatch → how many exchanges showed it
+	seen    map[string]*seen // by mismatch, told by path template: one report however many ids
 	order   []string
+}
+
+// seen is how many exchanges showed a mismatch, and the first one's URI.
+type seen struct {
+	n   int
+	uri string
 }
 
 func newChecker() (*checker, error) {
@@ -115,7 +121,7 @@ func newChecker() (*checker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &checker{router: r, seen: map[string]int{}}, nil
+	return &checker{router: r, seen: map[string]*seen{}}, nil
 }
 
 func (c *checker) wrap(h http.Handler) http.Handler {
@@ -126,16 +132,19 @@ func (c *checker) wrap(h http.Handler) http.Handler {
 	})
 }
 
-// mismatches returns each mismatch seen, with how many exchanges showed it.
+// mismatches returns each mismatch seen, with the first exchange that
+// showed it and how many did.
 func (c *checker) mismatches() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]string, 0, len(c.order))
 	for _, m := range c.order {
-		if n := c.seen[m]; n > 1 {
-			m += fmt.Sprintf(" (%d exchanges)", n)
+		s := c.seen[m]
+		m += " [" + s.uri
+		if s.n > 1 {
+			m += fmt.Sprintf(" and %d more", s.n-1)
 		}
-		out = append(out, m)
+		out = append(out, m+"]")
 	}
 	return out
 }
@@ -158,19 +167,21 @@ func (c *checker) report(t testing.TB) {
 	}
 }
 
-func (c *checker) mismatch(format string, args ...any) {
+func (c *checker) mismatch(req *http.Request, format string, args ...any) {
 	m := fmt.Sprintf(format, args...)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.seen[m] == 0 {
+	s := c.seen[m]
+	if s == nil {
+		s = &seen{uri: req.Method + " " + req.URL.RequestURI()}
+		c.seen[m] = s
 		c.order = append(c.order, m)
 	}
-	c.seen[m]++
+	s.n++
 }
 
 func (c *checker) serve(h http.Handler, w http.ResponseWriter, req *http.Request) {
 	body, readErr := readAll(req)
-	what := req.Method + " " + req.URL.RequestURI()
 	route, params, findErr := c.router.FindRoute(req)
 	var in *openapi3filter.RequestValidationInput
 	var reqErr error
@@ -202,16 +213,16 @@ func (c *checker) serve(h http.Handler, w http.ResponseWriter, req *http.Request
 			return
 		}
 		template := pathTemplate(req.URL.Path)
-		c.mismatch("%s %s, but openapi/openapi.yaml has no operation %s %s: add paths.%q.%s with an operationId, "+
+		c.mismatch(req, "%s %s %s, but openapi/openapi.yaml has no such operation: add paths.%q.%s with an operationId, "+
 			"its parameters and request body, and a response for each status it answers (%d here)",
-			what, got, req.Method, template, template, strings.ToLower(req.Method), status)
+			req.Method, template, got, template, strings.ToLower(req.Method), status)
 		return
 	}
 	op := route.Operation
-	name := fmt.Sprintf("%s (%s %s)", op.OperationID, route.Method, route.Path)
+	what := route.Method + " " + route.Path
 	if reqErr != nil && status < 400 {
-		c.mismatch("%s %s to a request %s refuses (the server must refuse it too, or the document accept it): %v",
-			what, got, name, oneLine(reqErr))
+		c.mismatch(req, "%s %s to a request %s refuses (the server must refuse it too, or the document accept it): %v",
+			what, got, op.OperationID, oneLine(reqErr))
 	}
 	resp := op.Responses.Status(status)
 	if resp == nil || resp.Value == nil {
@@ -222,14 +233,14 @@ func (c *checker) serve(h http.Handler, w http.ResponseWriter, req *http.Request
 				}
 			}
 		})
-		c.mismatch("%s %s, not declared for %s (declared: %s): add responses.\"%d\"%s to it in openapi/openapi.yaml",
-			what, got, name, strings.Join(declared, ", "), status, codeHint(rec))
+		c.mismatch(req, "%s %s, not declared for %s (declared: %s): add responses.\"%d\"%s to it in openapi/openapi.yaml",
+			what, got, op.OperationID, strings.Join(declared, ", "), status, codeHint(rec))
 		return
 	}
 	for _, hd := range checkedHeaders {
 		if rec.Header().Get(hd) != "" && resp.Value.Headers[hd] == nil {
-			c.mismatch("%s %s with header %s, not declared on responses.\"%d\" of %s: add headers.%s to it",
-				what, got, hd, status, name, hd)
+			c.mismatch(req, "%s %s with header %s, not declared on responses.\"%d\" of %s: add headers.%s to it",
+				what, got, hd, status, op.OperationID, hd)
 		}
 	}
 	err := openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
@@ -240,7 +251,7 @@ func (c *checker) serve(h http.Handler, w http.ResponseWriter, req *http.Request
 		Options:                options,
 	})
 	if err != nil {
-		c.mismatch("%s %s, which does not match responses.\"%d\" of %s: %v", what, got, status, name, oneLine(err))
+		c.mismatch(req, "%s %s, which does not match responses.\"%d\" of %s: %v", what, got, status, op.OperationID, oneLine(err))
 	}
 }
 
