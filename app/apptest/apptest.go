@@ -14,6 +14,7 @@ import (
 
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/openapi/openapitest"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -58,7 +59,8 @@ func New(t testing.TB, opts Options) *Harness {
 	t.Cleanup(a.Close)
 	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return pool.Ping(ctx) })
 	a.Routes(e)
-	srv := httptest.NewServer(e)
+	// Every exchange of the test is held to openapi/openapi.yaml.
+	srv := httptest.NewServer(openapitest.Wrap(t, e))
 	t.Cleanup(srv.Close)
 	return &Harness{URL: srv.URL, DBURL: dbURL, Pool: pool, App: a, Server: srv}
 }
