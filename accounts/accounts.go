@@ -206,13 +206,14 @@ func (p Patch) apply(f identity.UserFields) identity.UserFields {
 // leave no enabled admin is 409 LAST_ADMIN with nothing written. A user
 // who loses the authority to decide approvals (disabled, or no longer an
 // approver or admin) loses their decisions on open requests in the same
-// transaction. A change that changes nothing writes nothing.
-func (s *Service) Update(ctx context.Context, by Actor, id uuid.UUID, ifMatch int64, p Patch) (*identity.User, error) {
+// transaction; Updated.Voided names the requests that lost an approval.
+// A change that changes nothing writes nothing.
+func (s *Service) Update(ctx context.Context, by Actor, id uuid.UUID, ifMatch int64, p Patch) (*Updated, error) {
 	p, err := p.check()
 	if err != nil {
 		return nil, err
 	}
-	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*identity.User, error) {
+	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Updated, error) {
 		// Users first, then the requests they decided (VoidDecisionsTx),
 		// then the audit chain: the lock order of approvals/live.go.
 		before, otherAdmins, err := identity.UserLockForChangeTx(ctx, tx, id)
@@ -225,7 +226,7 @@ func (s *Service) Update(ctx context.Context, by Actor, id uuid.UUID, ifMatch in
 		next := p.apply(before.Fields())
 		changes := diff(before.Fields(), next)
 		if len(changes) == 0 {
-			return before, nil
+			return &Updated{User: before}, nil
 		}
 		if isAdmin(before.Fields()) && !isAdmin(next) && otherAdmins == 0 {
 			return nil, problem.Conflict(CodeLastAdmin, fmt.Sprintf(
@@ -235,6 +236,7 @@ func (s *Service) Update(ctx context.Context, by Actor, id uuid.UUID, ifMatch in
 		if err != nil {
 			return nil, err
 		}
+		out := &Updated{User: after}
 		data := map[string]any{"username": after.Username, "changes": changes}
 		// Voided whenever role or disabled changed and the user may not
 		// decide: decisions made before a change behind the service's
@@ -242,12 +244,11 @@ func (s *Service) Update(ctx context.Context, by Actor, id uuid.UUID, ifMatch in
 		_, roleChanged := changes["role"]
 		_, disabledChanged := changes["disabled"]
 		if reason := approvals.Lapse(after); reason != "" && (roleChanged || disabledChanged) {
-			ids, err := s.approvals.VoidDecisionsTx(ctx, tx, approvals.Actor{ID: by.id(), Name: by.Name, Via: by.Via}, after.ID, reason)
-			if err != nil {
+			if out.Voided, err = s.approvals.VoidDecisionsTx(ctx, tx, approvals.Actor{ID: by.id(), Name: by.Name, Via: by.Via}, after.ID, reason); err != nil {
 				return nil, err
 			}
-			voided := make([]string, len(ids))
-			for i, v := range ids {
+			voided := make([]string, len(out.Voided))
+			for i, v := range out.Voided {
 				voided[i] = v.String()
 			}
 			data["approvals_voided"] = voided
@@ -255,8 +256,15 @@ func (s *Service) Update(ctx context.Context, by Actor, id uuid.UUID, ifMatch in
 		if _, err := audit.AppendTx(ctx, tx, by.event("user.updated", "user", after.ID, data)); err != nil {
 			return nil, err
 		}
-		return after, nil
+		return out, nil
 	})
+}
+
+// Updated is a user after Update, and the open approval requests on which
+// their decisions stopped counting.
+type Updated struct {
+	User   *identity.User
+	Voided []uuid.UUID
 }
 
 func isAdmin(f identity.UserFields) bool { return f.Role == identity.RoleAdmin && !f.Disabled }

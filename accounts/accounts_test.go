@@ -103,10 +103,12 @@ func TestUpdateAuditsEachFieldBeforeAndAfter(t *testing.T) {
 	b := setup(t)
 	bob := b.user(t, "bob", identity.RoleApprover)
 
-	u, err := b.svc.Update(b.ctx, b.by, bob.ID, bob.Version, accounts.Patch{
+	up, err := b.svc.Update(b.ctx, b.by, bob.ID, bob.Version, accounts.Patch{
 		Role: ptr(identity.RoleClerk), SetEmail: true, Email: ptr("  Bob@Example.com "), DisplayName: ptr("Bob B."),
 	})
 	require.NoError(t, err)
+	require.Empty(t, up.Voided, "bob had decided nothing")
+	u := up.User
 	require.Equal(t, identity.RoleClerk, u.Role)
 	require.Equal(t, "Bob@Example.com", *u.Email, "trimmed, case kept")
 	require.Equal(t, bob.Version+1, u.Version)
@@ -129,12 +131,12 @@ func TestUpdateAuditsEachFieldBeforeAndAfter(t *testing.T) {
 	events := b.count(t, `SELECT count(*) FROM audit_events`)
 	same, err := b.svc.Update(b.ctx, b.by, bob.ID, 0, accounts.Patch{Role: ptr(identity.RoleClerk), DisplayName: ptr("Bob B.")})
 	require.NoError(t, err)
-	require.Equal(t, u.Version, same.Version, "nothing written")
+	require.Equal(t, u.Version, same.User.Version, "nothing written")
 	require.Equal(t, events, b.count(t, `SELECT count(*) FROM audit_events`))
 
-	u, err = b.svc.Update(b.ctx, b.by, bob.ID, 0, accounts.Patch{SetEmail: true})
+	up, err = b.svc.Update(b.ctx, b.by, bob.ID, 0, accounts.Patch{SetEmail: true})
 	require.NoError(t, err)
-	require.Nil(t, u.Email, "cleared")
+	require.Nil(t, up.User.Email, "cleared")
 	_, err = audit.Verify(b.ctx, b.db)
 	require.NoError(t, err)
 }
@@ -250,8 +252,9 @@ func TestAuthorityLostVoidsDecisionsOnOpenRequests(t *testing.T) {
 			decide(bob, denied, approvals.DecisionDeny, "wrong customer")
 			decide(cat, other, approvals.DecisionApprove, "")
 
-			_, err := b.svc.Update(b.ctx, b.by, bob.ID, 0, tc.patch)
+			up, err := b.svc.Update(b.ctx, b.by, bob.ID, 0, tc.patch)
 			require.NoError(t, err)
+			require.ElementsMatch(t, []uuid.UUID{approved, half}, up.Voided)
 
 			get := func(id uuid.UUID) *approvals.Approval {
 				a, err := b.appr.Get(b.ctx, id)

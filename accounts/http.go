@@ -170,7 +170,7 @@ func (h *Handler) Update(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return userJSON(c, u)
+	return userJSON(c, u.User)
 }
 
 // Tokens answers GET /v1/users/{id}/tokens?cursor=&limit=.
