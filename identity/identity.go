@@ -158,7 +158,10 @@ func UserCountDeciders(ctx context.Context, db store.Executor, except uuid.UUID)
 }
 
 // UserSetDisabled disables or re-enables a user; a disabled user's tokens
-// and sessions stop working at once.
+// and sessions stop working at once. It sets the flag alone, as SQL would:
+// accounts.Service.Update is the change that is audited and voids the
+// user's approval decisions (ADR-0012); tests use this one to stand for a
+// change made behind the service's back.
 func UserSetDisabled(ctx context.Context, db store.Executor, id uuid.UUID, disabled bool) error {
 	tag, err := db.Exec(ctx, `UPDATE users SET disabled = $2, version = version + 1, updated_at = now() WHERE id = $1`, id, disabled)
 	if err != nil {
