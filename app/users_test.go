@@ -325,6 +325,10 @@ func TestIssueRacingDemotionNeverCountsTheDemotedDecision(t *testing.T) {
 			require.Equal(t, "issued", g.statusOf(t, id))
 			consumedAt := g.count(t, `SELECT seq FROM audit_events WHERE type = 'approval.consumed' AND subject_id = $1`, aid)
 			require.Less(t, consumedAt, demotedAt, "round %d: the issue committed before the demotion", round)
+			var a approvals.Approval
+			g.h.Do(t, "GET", "/v1/approvals/"+aid, g.adminTok, nil).JSON(t, &a)
+			require.Equal(t, approvals.StatusConsumed, a.Status, "round %d: a spent approval is history", round)
+			require.True(t, a.Decisions[0].Counts, "round %d", round)
 		} else {
 			after++
 			require.Equal(t, "draft", g.statusOf(t, id), "round %d", round)
