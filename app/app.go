@@ -68,6 +68,7 @@ type App struct {
 // New builds services and handlers over pool.
 func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
 	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat}
+	cfg.Approvals.Capabilities = ConsequentialCapabilities()
 	if err := a.startApprovals(ctx, cfg.Approvals); err != nil {
 		return nil, err
 	}
@@ -99,6 +100,19 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	a.web = wh
 	a.startSweeps(ctx, ctl, webCfg.SessionIdle)
 	return a, nil
+}
+
+// ConsequentialCapabilities names the capabilities that take effect only
+// against a durable approval (ADR-0010), the ones approval rules may name,
+// read from the capabilities' descriptors (no handler runs).
+func ConsequentialCapabilities() []string {
+	var names []string
+	for _, c := range invoices.Capabilities(nil) {
+		if c.Risk == capability.RiskConsequential {
+			names = append(names, c.Name)
+		}
+	}
+	return names
 }
 
 // startChat builds the step loop over the capability registry, with the
