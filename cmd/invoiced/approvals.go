@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -95,24 +96,17 @@ func cmdApprovalsDecide(ctx context.Context, e env, decision string, args []stri
 		"the same rules apply as in the inbox (never your own request; a denial needs a reason).", stderr)
 	as := fs.String("as", "", "username of the approver or admin deciding (required)")
 	reason := fs.String("reason", "", "why (required to deny)")
-	// The id may come before or after the flags.
-	if err := parse(fs, args); err != nil {
+	arg, err := parseIDArg(fs, args)
+	if err != nil {
 		return err
 	}
-	rest := fs.Args()
-	if len(rest) > 0 {
-		if err := parse(fs, rest[1:]); err != nil {
-			return err
-		}
-		rest = append([]string{rest[0]}, fs.Args()...)
-	}
-	if len(rest) != 1 || *as == "" {
+	if *as == "" {
 		fs.Usage()
 		return errUsage
 	}
-	id, err := uuid.Parse(rest[0])
+	id, err := uuid.Parse(arg)
 	if err != nil {
-		return problem.NotFound("approval " + rest[0])
+		return problem.NotFound("approval " + arg)
 	}
 	pool, err := store.Open(ctx, store.PoolConfig{URL: e.get("DATABASE_URL", ""), MaxConns: 2})
 	if err != nil {
@@ -129,4 +123,24 @@ func cmdApprovalsDecide(ctx context.Context, e env, decision string, args []stri
 	}
 	fmt.Fprintf(stdout, "approval %s is %s (%d of %d approvals)\n", a.ID, a.Status, a.Approvals, a.RequiredApprovals)
 	return nil
+}
+
+// parseIDArg parses fs's flags around exactly one argument, an id that may
+// come before or after them, and returns it.
+func parseIDArg(fs *flag.FlagSet, args []string) (string, error) {
+	if err := parse(fs, args); err != nil {
+		return "", err
+	}
+	rest := fs.Args()
+	if len(rest) > 0 {
+		if err := parse(fs, rest[1:]); err != nil {
+			return "", err
+		}
+		rest = append([]string{rest[0]}, fs.Args()...)
+	}
+	if len(rest) != 1 {
+		fs.Usage()
+		return "", errUsage
+	}
+	return rest[0], nil
 }

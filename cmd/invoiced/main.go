@@ -33,6 +33,7 @@ Usage:
   invoiced users passwd NAME                 set a user's web inbox password (prompt or stdin)
   invoiced tokens create --username NAME     print a new API token for a user
   invoiced approvals list|approve|deny       list and decide approval requests
+  invoiced policy list|set|delete            how many approvers a request needs (admins)
   invoiced audit verify                      check the audit hash chain
   invoiced version                           print the version
 
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, env env, stdin io.Reader, stdout, s
 		err = cmdTokens(ctx, env, args[1:], stdout, stderr)
 	case "approvals":
 		err = cmdApprovals(ctx, env, args[1:], stdout, stderr)
+	case "policy":
+		err = cmdPolicy(ctx, env, args[1:], stdout, stderr)
 	case "audit":
 		err = cmdAudit(ctx, env, args[1:], stdout, stderr)
 	case "version":
