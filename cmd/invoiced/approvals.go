@@ -96,17 +96,9 @@ func cmdApprovalsDecide(ctx context.Context, e env, decision string, args []stri
 		"the same rules apply as in the inbox (never your own request; a denial needs a reason).", stderr)
 	as := fs.String("as", "", "username of the approver or admin deciding (required)")
 	reason := fs.String("reason", "", "why (required to deny)")
-	arg, err := parseIDArg(fs, args)
+	id, err := parseIDAs(fs, args, as, "approval")
 	if err != nil {
 		return err
-	}
-	if *as == "" {
-		fs.Usage()
-		return errUsage
-	}
-	id, err := uuid.Parse(arg)
-	if err != nil {
-		return problem.NotFound("approval " + arg)
 	}
 	pool, err := store.Open(ctx, store.PoolConfig{URL: e.get("DATABASE_URL", ""), MaxConns: 2})
 	if err != nil {
@@ -125,22 +117,26 @@ func cmdApprovalsDecide(ctx context.Context, e env, decision string, args []stri
 	return nil
 }
 
-// parseIDArg parses fs's flags around exactly one argument, an id that may
-// come before or after them, and returns it.
-func parseIDArg(fs *flag.FlagSet, args []string) (string, error) {
+// parseIDAs parses fs's flags around exactly one argument, the id of a
+// what, which may come before or after them; as (--as) is required.
+func parseIDAs(fs *flag.FlagSet, args []string, as *string, what string) (uuid.UUID, error) {
 	if err := parse(fs, args); err != nil {
-		return "", err
+		return uuid.Nil, err
 	}
 	rest := fs.Args()
 	if len(rest) > 0 {
 		if err := parse(fs, rest[1:]); err != nil {
-			return "", err
+			return uuid.Nil, err
 		}
 		rest = append([]string{rest[0]}, fs.Args()...)
 	}
-	if len(rest) != 1 {
+	if len(rest) != 1 || *as == "" {
 		fs.Usage()
-		return "", errUsage
+		return uuid.Nil, errUsage
 	}
-	return rest[0], nil
+	id, err := uuid.Parse(rest[0])
+	if err != nil {
+		return uuid.Nil, problem.NotFound(what + " " + rest[0])
+	}
+	return id, nil
 }

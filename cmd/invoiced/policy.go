@@ -10,13 +10,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/money"
-	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -116,14 +114,25 @@ func threshold(r approvals.Rule) string {
 	return fmt.Sprintf("%d major units of the invoice's currency", *r.MinAmountMajor)
 }
 
-// admin resolves --as to the principal a change is made as; the service
-// checks that it is an enabled admin.
-func admin(ctx context.Context, pool *pgxpool.Pool, name string) (identity.Principal, error) {
-	u, err := identity.UserGetByUsername(ctx, pool, name)
+// policyChange runs change as the admin named by --as and prints the
+// policy it leaves; the service checks that the user is an enabled admin.
+func policyChange(ctx context.Context, e env, as string, stdout io.Writer,
+	change func(svc *approvals.Service, p identity.Principal) (*approvals.RuleSet, error),
+) error {
+	svc, pool, err := policyService(ctx, e)
 	if err != nil {
-		return identity.Principal{}, err
+		return err
 	}
-	return u.Principal(), nil
+	defer pool.Close()
+	u, err := identity.UserGetByUsername(ctx, pool, as)
+	if err != nil {
+		return err
+	}
+	set, err := change(svc, u.Principal())
+	if err != nil {
+		return err
+	}
+	return printPolicy(stdout, set)
 }
 
 func cmdPolicySet(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
@@ -156,20 +165,9 @@ func cmdPolicySet(ctx context.Context, e env, args []string, stdout, stderr io.W
 			in.MinAmountMajor = minMajor
 		}
 	})
-	svc, pool, err := policyService(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	p, err := admin(ctx, pool, *as)
-	if err != nil {
-		return err
-	}
-	set, err := svc.PolicySet(ctx, p, capability.PathCLI, in, 0)
-	if err != nil {
-		return err
-	}
-	return printPolicy(stdout, set)
+	return policyChange(ctx, e, *as, stdout, func(svc *approvals.Service, p identity.Principal) (*approvals.RuleSet, error) {
+		return svc.PolicySet(ctx, p, capability.PathCLI, in, 0)
+	})
 }
 
 func cmdPolicyDelete(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
@@ -177,30 +175,11 @@ func cmdPolicyDelete(ctx context.Context, e env, args []string, stdout, stderr i
 		"Take a tier out of the approval policy (RULE_ID as `invoiced policy list` prints it).\n"+
 			"Open requests keep what they need: a looser policy never lowers a request's count.", stderr)
 	as := fs.String("as", "", "username of the admin making the change (required; audited)")
-	arg, err := parseIDArg(fs, args)
+	id, err := parseIDAs(fs, args, as, "approval rule")
 	if err != nil {
 		return err
 	}
-	if *as == "" {
-		fs.Usage()
-		return errUsage
-	}
-	id, err := uuid.Parse(arg)
-	if err != nil {
-		return problem.NotFound("approval rule " + arg)
-	}
-	svc, pool, err := policyService(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	p, err := admin(ctx, pool, *as)
-	if err != nil {
-		return err
-	}
-	set, err := svc.PolicyDelete(ctx, p, capability.PathCLI, id, 0)
-	if err != nil {
-		return err
-	}
-	return printPolicy(stdout, set)
+	return policyChange(ctx, e, *as, stdout, func(svc *approvals.Service, p identity.Principal) (*approvals.RuleSet, error) {
+		return svc.PolicyDelete(ctx, p, capability.PathCLI, id, 0)
+	})
 }
