@@ -36,6 +36,7 @@ const (
 	idConversation
 	idCapability
 	idStatic
+	idRule
 )
 
 // fuzzRoute is one route of openapi/openapi.yaml; "{}" marks the path
@@ -87,6 +88,9 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/invoices", idNone},
 	{"GET", "/invoices/{}", idInvoice},
 	{"GET", "/static/{}", idStatic},
+	{"GET", "/v1/approval-policy", idNone},
+	{"POST", "/v1/approval-policy/rules", idNone},
+	{"DELETE", "/v1/approval-policy/rules/{}", idRule},
 }
 
 // fuzzInput is one fuzzed request.
@@ -110,6 +114,7 @@ type fuzzEnv struct {
 	invoice   string
 	approval  string
 	conv      string
+	rule      string
 	capNames  []string
 	client    *http.Client
 	stackLike *regexp.Regexp
@@ -172,6 +177,15 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 		env.capNames = append(env.capNames, c.Name)
 	}
 	require.NotEmpty(t, env.capNames)
+
+	var policy struct {
+		Rules []struct{ ID string } `json:"rules"`
+	}
+	resp = h.Do(t, "GET", "/v1/approval-policy", admin, nil)
+	require.Equal(t, 200, resp.StatusCode, string(resp.Body))
+	resp.JSON(t, &policy)
+	require.NotEmpty(t, policy.Rules)
+	env.rule = policy.Rules[0].ID
 	return env
 }
 
@@ -189,7 +203,9 @@ func (env *fuzzEnv) fingerprint(t testing.TB) string {
 		(SELECT count(*) FROM approval_decisions),
 		(SELECT count(*) FROM confirmations),
 		(SELECT count(*) FROM conversation_messages),
-		(SELECT count(*) FROM web_sessions)) || '#' || concat_ws('|',
+		(SELECT count(*) FROM web_sessions),
+		(SELECT count(*) FROM approval_policy_versions),
+		(SELECT count(*) || ':' || count(to_version) FROM approval_policy_rules)) || '#' || concat_ws('|',
 		(SELECT count(*) FROM audit_events),
 		(SELECT count(*) || ':' || count(*) FILTER (WHERE status IN ('pending', 'approved')) FROM approval_requests))`).Scan(&fp)
 	require.NoError(t, err)
@@ -219,6 +235,8 @@ func (env *fuzzEnv) pathFor(r fuzzRoute, in fuzzInput) string {
 			arg = env.capNames[int(h.Sum32()%uint32(len(env.capNames)))]
 		case idStatic:
 			arg = "app.css"
+		case idRule:
+			arg = env.rule
 		}
 	case in.idSel == 1:
 		arg = url.PathEscape(in.pathArg)
@@ -403,6 +421,23 @@ func fuzzSeeds() []fuzzInput {
 		`{"id":"c5","messages":null}`,
 	} {
 		add("POST", "/v1/chat", 1, "", b)
+	}
+	for _, b := range []string{
+		`{"capability":"issue-invoice","currency":"JPY","min_amount":1000000,"approvers":2}`,
+		`{"capability":"issue-invoice","currency":"*","min_amount_major":10000,"approvers":3}`,
+		`{"capability":"issue-invoice","currency":"*","min_amount":1000000,"approvers":2}`,
+		`{"capability":"list-invoices","currency":"EUR","min_amount":1,"approvers":2}`,
+		`{"capability":"issue-invoice","currency":"eur","min_amount":-1,"approvers":11}`,
+		`{"capability":"issue-invoice","currency":"EUR","min_amount":9007199254740992,"approvers":2}`,
+		`{"capability":"issue-invoice","currency":"EUR","min_amount":1e400,"approvers":2}`,
+		`{"capability":null,"currency":null,"min_amount":null,"approvers":null}`,
+		`{}`,
+	} {
+		add("POST", "/v1/approval-policy/rules", 0, "", b)
+		add("POST", "/v1/approval-policy/rules", 1, "", b)
+	}
+	for _, q := range []string{"version=1", "version=0", "version=-1", "version=99999999999999999999", "version=x"} {
+		add("GET", "/v1/approval-policy", 0, q, "")
 	}
 	add("POST", "/login", 3, "", "username=fz-admin&password=wrong")
 	seeds = append(seeds,
