@@ -370,7 +370,8 @@ func TestPolicyStricterRuleAppliesAtUseToARequestRaisedDuringTheChange(t *testin
 		changed <- set
 	}()
 	require.Eventually(t, func() bool {
-		return b.count(t, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`) == 1
+		return b.count(t, `SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+			WHERE l.locktype = 'advisory' AND NOT l.granted AND d.datname = current_database()`) == 1
 	}, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, tx.Commit(b.ctx))
 	set := <-changed
