@@ -32,8 +32,10 @@ type Config struct {
 	// send X-Forwarded-Proto; otherwise they are Secure when the request
 	// came over TLS or says so.
 	SecureCookies bool
-	// Approvals is the approval policy (ADR-0010); zero fields take the
-	// defaults of approvals.Policy. Tests set its clock.
+	// Approvals is the approvals' configuration (ADR-0010: TTLs, clock);
+	// zero fields take the defaults of approvals.Policy, and New fills
+	// Capabilities from the registry. How many approvers a request needs
+	// is data (ADR-0012). Tests set its clock.
 	Approvals approvals.Policy
 	// Invoices configures invoicing (number prefix, clock).
 	Invoices invoices.Config
