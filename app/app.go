@@ -33,8 +33,10 @@ type Config struct {
 	// send X-Forwarded-Proto; otherwise they are Secure when the request
 	// came over TLS or says so.
 	SecureCookies bool
-	// Approvals is the approval policy (ADR-0010); zero fields take the
-	// defaults of approvals.Policy. Tests set its clock.
+	// Approvals is the approvals' configuration (ADR-0010: TTLs, clock);
+	// zero fields take the defaults of approvals.Policy, and New fills
+	// Capabilities from the registry. How many approvers a request needs
+	// is data (ADR-0014). Tests set its clock.
 	Approvals approvals.Policy
 	// Invoices configures invoicing (number prefix, clock).
 	Invoices invoices.Config
@@ -70,6 +72,7 @@ type App struct {
 // New builds services and handlers over pool.
 func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
 	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat}
+	cfg.Approvals.Capabilities = ConsequentialCapabilities()
 	if err := a.startApprovals(ctx, cfg.Approvals); err != nil {
 		return nil, err
 	}
@@ -101,6 +104,19 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	a.web = wh
 	a.startSweeps(ctx, ctl, webCfg.SessionIdle)
 	return a, nil
+}
+
+// ConsequentialCapabilities names the capabilities that take effect only
+// against a durable approval (ADR-0010), the ones approval rules may name,
+// read from the capabilities' descriptors (no handler runs).
+func ConsequentialCapabilities() []string {
+	var names []string
+	for _, c := range invoices.Capabilities(nil) {
+		if c.Risk == capability.RiskConsequential {
+			names = append(names, c.Name)
+		}
+	}
+	return names
 }
 
 // startChat builds the step loop over the capability registry, with the

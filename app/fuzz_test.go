@@ -38,6 +38,7 @@ const (
 	idStatic
 	idUser
 	idToken
+	idRule
 )
 
 // fuzzRoute is one route of openapi/openapi.yaml; "{}" marks the path
@@ -93,6 +94,9 @@ var fuzzRoutes = []fuzzRoute{
 	{"PATCH", "/v1/users/{}", idUser},
 	{"GET", "/v1/users/{}/tokens", idUser},
 	{"POST", "/v1/tokens/{}/revoke", idToken},
+	{"GET", "/v1/approval-policy", idNone},
+	{"POST", "/v1/approval-policy/rules", idNone},
+	{"DELETE", "/v1/approval-policy/rules/{}", idRule},
 }
 
 // fuzzInput is one fuzzed request.
@@ -118,6 +122,7 @@ type fuzzEnv struct {
 	conv      string
 	user      string
 	token     string
+	rule      string
 	capNames  []string
 	client    *http.Client
 	stackLike *regexp.Regexp
@@ -193,6 +198,15 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 		env.capNames = append(env.capNames, c.Name)
 	}
 	require.NotEmpty(t, env.capNames)
+
+	var policy struct {
+		Rules []struct{ ID string } `json:"rules"`
+	}
+	resp = h.Do(t, "GET", "/v1/approval-policy", admin, nil)
+	require.Equal(t, 200, resp.StatusCode, string(resp.Body))
+	resp.JSON(t, &policy)
+	require.NotEmpty(t, policy.Rules)
+	env.rule = policy.Rules[0].ID
 	return env
 }
 
@@ -212,7 +226,9 @@ func (env *fuzzEnv) fingerprint(t testing.TB) string {
 		(SELECT count(*) FROM conversation_messages),
 		(SELECT count(*) FROM web_sessions),
 		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM users),
-		(SELECT count(*) FILTER (WHERE revoked_at IS NOT NULL) FROM api_tokens)) || '#' || concat_ws('|',
+		(SELECT count(*) FILTER (WHERE revoked_at IS NOT NULL) FROM api_tokens),
+		(SELECT count(*) FROM approval_policy_versions),
+		(SELECT count(*) || ':' || count(to_version) FROM approval_policy_rules)) || '#' || concat_ws('|',
 		(SELECT count(*) FROM audit_events),
 		(SELECT count(*) || ':' || count(*) FILTER (WHERE status IN ('pending', 'approved')) FROM approval_requests))`).Scan(&fp)
 	require.NoError(t, err)
@@ -246,6 +262,8 @@ func (env *fuzzEnv) pathFor(r fuzzRoute, in fuzzInput) string {
 			arg = env.user
 		case idToken:
 			arg = env.token
+		case idRule:
+			arg = env.rule
 		}
 	case in.idSel == 1:
 		arg = url.PathEscape(in.pathArg)
@@ -445,6 +463,23 @@ func fuzzSeeds() []fuzzInput {
 		add("GET", "/v1/users/{}/tokens", 0, q, "")
 	}
 	add("POST", "/v1/tokens/{}/revoke", 2, "", "")
+	for _, b := range []string{
+		`{"capability":"issue-invoice","currency":"JPY","min_amount":1000000,"approvers":2}`,
+		`{"capability":"issue-invoice","currency":"*","min_amount_major":10000,"approvers":3}`,
+		`{"capability":"issue-invoice","currency":"*","min_amount":1000000,"approvers":2}`,
+		`{"capability":"list-invoices","currency":"EUR","min_amount":1,"approvers":2}`,
+		`{"capability":"issue-invoice","currency":"eur","min_amount":-1,"approvers":11}`,
+		`{"capability":"issue-invoice","currency":"EUR","min_amount":9007199254740992,"approvers":2}`,
+		`{"capability":"issue-invoice","currency":"EUR","min_amount":1e400,"approvers":2}`,
+		`{"capability":null,"currency":null,"min_amount":null,"approvers":null}`,
+		`{}`,
+	} {
+		add("POST", "/v1/approval-policy/rules", 0, "", b)
+		add("POST", "/v1/approval-policy/rules", 1, "", b)
+	}
+	for _, q := range []string{"version=1", "version=0", "version=-1", "version=99999999999999999999", "version=x"} {
+		add("GET", "/v1/approval-policy", 0, q, "")
+	}
 	add("POST", "/login", 3, "", "username=fz-admin&password=wrong")
 	seeds = append(seeds,
 		fuzzInput{route: routeIdx("PATCH", "/v1/customers/{}"), role: 1, body: []byte(`{"name":"New"}`), ifMatch: `"1"`, contentType: "application/json"},

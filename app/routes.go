@@ -63,6 +63,11 @@ func (a *App) Routes(e *echo.Echo) {
 	v1.POST("/approvals/:id/approve", ap.Approve)
 	v1.POST("/approvals/:id/deny", ap.Deny)
 	v1.POST("/approvals/:id/cancel", ap.Cancel)
+	// The approval policy (ADR-0014) is the admins'.
+	pol := &approvals.PolicyHandler{Svc: a.approvalSvc}
+	v1.GET("/approval-policy", pol.Get, admins)
+	v1.POST("/approval-policy/rules", pol.SetRule, admins)
+	v1.DELETE("/approval-policy/rules/:id", pol.DeleteRule, admins)
 	// Event streams and long polls end when shutdown begins instead of
 	// holding it for the whole grace period.
 	e.Server.RegisterOnShutdown(a.approvalHub.Close)

@@ -92,7 +92,10 @@ const (
 	DecisionDeny    = "deny"
 )
 
-// Approval is an approval request with its decisions.
+// Approval is an approval request with its decisions. RequiredApprovals
+// is how many distinct approvers it needs: what the policy it was raised
+// under (Policy; nil for requests older than migration 00012) asked, or
+// more once a stricter policy version (RequiredRaisedBy) applied to it.
 type Approval struct {
 	ID                uuid.UUID       `json:"id"`
 	Capability        string          `json:"capability"`
@@ -107,6 +110,8 @@ type Approval struct {
 	RequestedVia      capability.Path `json:"requested_via"`
 	Reason            string          `json:"reason,omitempty"`
 	RequiredApprovals int             `json:"required_approvals"`
+	Policy            *PolicyRef      `json:"policy,omitempty"`
+	RequiredRaisedBy  *int64          `json:"required_raised_by_version,omitempty"`
 	Approvals         int             `json:"approvals"`
 	Decisions         []Decision      `json:"decisions"`
 	CreatedAt         time.Time       `json:"created_at"`
@@ -118,6 +123,14 @@ type Approval struct {
 	Version           int64           `json:"version"`
 
 	expiryReported bool
+}
+
+// PolicyRef names the policy version and tier a request was raised under,
+// and what that tier required (RuleID nil: no tier reached, one approver).
+type PolicyRef struct {
+	Version           int64      `json:"version"`
+	RuleID            *uuid.UUID `json:"rule_id"`
+	RequiredApprovals int        `json:"required_approvals"`
 }
 
 // Cursor is the request's position in the inbox's keyset order.
@@ -134,12 +147,16 @@ func refusal(status int, code, detail string, a *Approval) *problem.Error {
 	return e
 }
 
+// requiredProblem says how far request a is: approvals and
+// required_approvals let a frontend show the remaining count.
 func requiredProblem(a *Approval) *problem.Error {
 	voided := ""
 	if n := a.voided(); n > 0 {
 		voided = fmt.Sprintf(" (%d decision(s) no longer count: their approver lost the authority to decide)", n)
 	}
-	return refusal(http.StatusForbidden, CodeApprovalRequired,
+	e := refusal(http.StatusForbidden, CodeApprovalRequired,
 		fmt.Sprintf("%s needs an approval: request %s is %s with %d of %d approvals%s; call again once it is approved",
 			a.Capability, a.ID, a.Status, a.Approvals, a.RequiredApprovals, voided), a)
+	e.Extra["approvals"], e.Extra["required_approvals"] = a.Approvals, a.RequiredApprovals
+	return e
 }

@@ -19,7 +19,8 @@ import (
 const approvalColumns = `r.id, r.capability, r.status, r.input, r.input_hash, r.target_type, r.target_id, r.target_version,
 	r.amount, r.currency, r.snapshot, r.requested_by, u.username, r.requested_via, r.reason, r.required_approvals,
 	r.created_at, r.updated_at, r.expires_at, r.decided_at, r.consumed_at, r.consumed_by,
-	r.expiry_reported_at IS NOT NULL, r.version`
+	r.expiry_reported_at IS NOT NULL, r.version,
+	r.policy_version, r.policy_rule_id, r.policy_required, r.required_raised_version`
 
 // approvalFrom joins the requester's name; FOR UPDATE OF r locks only the
 // request.
@@ -36,13 +37,22 @@ func utcPtr(t *time.Time) *time.Time {
 // scanApproval maps a row of approvalColumns; Decisions is empty until
 // decisionsLoad fills it.
 func scanApproval(row pgx.Row) (*Approval, error) {
-	var a Approval
+	var (
+		a              Approval
+		policyVersion  *int64
+		policyRule     *uuid.UUID
+		policyRequired *int
+	)
 	err := row.Scan(&a.ID, &a.Capability, &a.Status, &a.Input, &a.InputHash, &a.Target.Type, &a.Target.ID, &a.Target.Version,
 		&a.Amount, &a.Currency, &a.Snapshot, &a.RequestedBy.ID, &a.RequestedBy.Username, &a.RequestedVia, &a.Reason, &a.RequiredApprovals,
 		&a.CreatedAt, &a.UpdatedAt, &a.ExpiresAt, &a.DecidedAt, &a.ConsumedAt, &a.ConsumedBy,
-		&a.expiryReported, &a.Version)
+		&a.expiryReported, &a.Version,
+		&policyVersion, &policyRule, &policyRequired, &a.RequiredRaisedBy)
 	if err != nil {
 		return nil, err
+	}
+	if policyVersion != nil {
+		a.Policy = &PolicyRef{Version: *policyVersion, RuleID: policyRule, RequiredApprovals: *policyRequired}
 	}
 	a.CreatedAt, a.UpdatedAt, a.ExpiresAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC(), a.ExpiresAt.UTC()
 	a.DecidedAt, a.ConsumedAt = utcPtr(a.DecidedAt), utcPtr(a.ConsumedAt)
@@ -175,17 +185,40 @@ func approvalsDecidedByLockTx(ctx context.Context, tx pgx.Tx, approver uuid.UUID
 
 // approvalInsertTx inserts a pending request from a's ID, Capability,
 // Input, InputHash, Target, Amount, Currency, Snapshot, RequestedBy.ID,
-// RequestedVia, Reason, RequiredApprovals, CreatedAt and ExpiresAt.
-func approvalInsertTx(ctx context.Context, tx pgx.Tx, a *Approval) error {
+// RequestedVia, Reason, CreatedAt and ExpiresAt, raised under req.
+func approvalInsertTx(ctx context.Context, tx pgx.Tx, a *Approval, req Requirement) error {
+	var rule *uuid.UUID
+	if req.Rule != nil {
+		rule = &req.Rule.ID
+	}
 	_, err := tx.Exec(ctx, `
 		INSERT INTO approval_requests (id, capability, input_hash, input, target_type, target_id, target_version,
 			amount, currency, snapshot, status, requested_by, requested_via, reason, required_approvals,
-			created_at, updated_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $15, $16)`,
+			created_at, updated_at, expires_at, policy_version, policy_rule_id, policy_required)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $15, $16, $17, $18, $14)`,
 		a.ID, a.Capability, a.InputHash, string(a.Input), a.Target.Type, a.Target.ID, a.Target.Version,
-		a.Amount, a.Currency, string(a.Snapshot), a.RequestedBy.ID, string(a.RequestedVia), a.Reason, a.RequiredApprovals,
-		a.CreatedAt, a.ExpiresAt)
+		a.Amount, a.Currency, string(a.Snapshot), a.RequestedBy.ID, string(a.RequestedVia), a.Reason, req.Approvers,
+		a.CreatedAt, a.ExpiresAt, req.Version, rule)
 	return store.MapError(err, "approval")
+}
+
+// approvalRaiseTx records on the locked open request a that req asks more
+// approvers than it needed; reopen returns an approved request to pending
+// until expiresAt. a is updated to match.
+func approvalRaiseTx(ctx context.Context, tx pgx.Tx, a *Approval, req Requirement, reopen bool, expiresAt, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE approval_requests SET required_approvals = $2, required_raised_version = $3,
+			status = CASE WHEN $4 THEN 'pending' ELSE status END,
+			decided_at = CASE WHEN $4 THEN NULL ELSE decided_at END,
+			expires_at = $5, updated_at = $6, version = version + 1
+		WHERE id = $1`, a.ID, req.Approvers, req.Version, reopen, expiresAt, now)
+	if err != nil {
+		return store.MapError(err, "approval")
+	}
+	a.RequiredApprovals, a.RequiredRaisedBy, a.ExpiresAt, a.UpdatedAt, a.Version = req.Approvers, &req.Version, expiresAt, now, a.Version+1
+	if reopen {
+		a.Status, a.DecidedAt = StatusPending, nil
+	}
+	return nil
 }
 
 // approvalSetStatusTx moves a locked request to status.

@@ -179,3 +179,30 @@ func TestSessionCookieOnV1NeedsCSRFHeaderToChangeState(t *testing.T) {
 	// Reads need no token.
 	require.Equal(t, http.StatusOK, br.do(http.MethodGet, "/v1/approvals/"+id.String(), nil).status)
 }
+
+// A stricter approval policy returns an approved request to pending; its
+// page says how many approvals it needs now and which policy asked.
+func TestApprovalPageShowsARequirementRaisedByThePolicy(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	alice := b.user(t, "alice", identity.RoleApprover)
+	b.user(t, "bob", identity.RoleApprover)
+	admin := b.user(t, "ada", identity.RoleAdmin)
+	id := b.request(t, b.user(t, "carl", identity.RoleClerk), capability.PathREST)
+	ctx := context.Background()
+	svc := b.h.App.Approvals()
+	_, err := svc.Decide(ctx, alice.Principal(), capability.PathREST, id, 0, approvals.DecisionApprove, "")
+	require.NoError(t, err)
+	threshold := int64(10_000)
+	_, err = svc.PolicySet(ctx, admin.Principal(), capability.PathREST,
+		approvals.RuleInput{Capability: "issue-invoice", Currency: "EUR", MinAmount: &threshold, Approvers: 2}, 0)
+	require.NoError(t, err)
+
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("bob", testPassword).status)
+	p := br.do(http.MethodGet, "/approvals/"+id.String(), nil)
+	require.Equal(t, http.StatusOK, p.status)
+	require.Contains(t, p.body, "status-pending")
+	require.Contains(t, p.body, "1 of 2 required")
+	require.Contains(t, p.body, "approval policy version 2 asks more than the request was raised under (version 1: 1)")
+}

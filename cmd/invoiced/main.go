@@ -38,6 +38,7 @@ Usage:
   invoiced tokens create --username NAME     print a new API token for a user
   invoiced tokens list NAME | revoke ID      list a user's tokens; revoke one
   invoiced approvals list|approve|deny       list and decide approval requests
+  invoiced policy list|set|delete            how many approvers a request needs (admins)
   invoiced audit verify                      check the audit hash chain
   invoiced version                           print the version
 
@@ -63,6 +64,8 @@ func run(ctx context.Context, args []string, env env, stdin io.Reader, stdout, s
 		err = cmdTokens(ctx, env, args[1:], stdout, stderr)
 	case "approvals":
 		err = cmdApprovals(ctx, env, args[1:], stdout, stderr)
+	case "policy":
+		err = cmdPolicy(ctx, env, args[1:], stdout, stderr)
 	case "audit":
 		err = cmdAudit(ctx, env, args[1:], stdout, stderr)
 	case "version":

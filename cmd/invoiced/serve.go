@@ -122,8 +122,8 @@ func loadConfig(e env) (config, error) {
 	return c, nil
 }
 
-// approvalSettings reads the INVOICED_APPROVAL_* settings into p; unset
-// ones leave p's defaults.
+// approvalSettings reads the INVOICED_APPROVAL_*_TTL settings into p;
+// unset ones leave p's defaults.
 func approvalSettings(e env, p *approvals.Policy) error {
 	for _, d := range []struct {
 		key string
@@ -137,19 +137,14 @@ func approvalSettings(e env, p *approvals.Policy) error {
 			*d.dst = dur
 		}
 	}
-	if v := e.get("INVOICED_APPROVAL_QUORUM_THRESHOLD", ""); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			return fmt.Errorf("INVOICED_APPROVAL_QUORUM_THRESHOLD must be a positive whole amount in major units, not %q", v)
+	// How many approvers a request needs is data that admins own (ADR-0014);
+	// serve refuses the quorum settings rather than start with a policy
+	// other than the one whoever set them meant.
+	for _, key := range []string{"INVOICED_APPROVAL_QUORUM_THRESHOLD", "INVOICED_APPROVAL_QUORUM"} {
+		if e.get(key, "") != "" {
+			return fmt.Errorf("%s is not a setting: how many approvers a request needs is the approval policy in the database, "+
+				"which an admin reads with `invoiced policy list` and changes with `invoiced policy set` (README: Approval policy); unset %s", key, key)
 		}
-		p.QuorumThreshold = n
-	}
-	if v := e.get("INVOICED_APPROVAL_QUORUM", ""); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 10 {
-			return fmt.Errorf("INVOICED_APPROVAL_QUORUM must be an integer from 1 to 10, not %q", v)
-		}
-		p.Quorum = n
 	}
 	return nil
 }

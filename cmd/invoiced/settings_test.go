@@ -47,3 +47,18 @@ func TestServeGCTargetDefaultsTo400UnlessGOGCIsSet(t *testing.T) {
 	gcDefault(env{"GOGC": "150"})
 	require.Equal(t, 100, debug.SetGCPercent(100), "an operator's GOGC is left as the runtime applied it")
 }
+
+// The quorum settings are refused by name, pointing at the approval
+// policy that replaced them, rather than silently ignored: whoever set
+// one meant a policy the database may not hold.
+func TestServeRefusesTheQuorumSettingsPointingAtThePolicy(t *testing.T) {
+	t.Parallel()
+	for _, key := range []string{"INVOICED_APPROVAL_QUORUM_THRESHOLD", "INVOICED_APPROVAL_QUORUM"} {
+		t.Run(key, func(t *testing.T) {
+			r := invoke(context.Background(), env{key: "2", "DATABASE_URL": "postgres://postgres@127.0.0.1:1/x?sslmode=disable&connect_timeout=2"}, "serve")
+			require.Equal(t, 1, r.code)
+			require.Contains(t, r.stderr, key)
+			require.Contains(t, r.stderr, "invoiced policy set")
+		})
+	}
+}
