@@ -39,7 +39,18 @@ type Options struct {
 // New starts the service on a fresh migrated database.
 func New(t testing.TB, opts Options) *Harness {
 	t.Helper()
-	dbURL := storetest.URL(t)
+	return start(t, storetest.URL(t), opts)
+}
+
+// Replica starts another instance of the service over h's database, with
+// a pool of its own, as a second replica runs.
+func (h *Harness) Replica(t testing.TB, opts Options) *Harness {
+	t.Helper()
+	return start(t, h.DBURL, opts)
+}
+
+func start(t testing.TB, dbURL string, opts Options) *Harness {
+	t.Helper()
 	pool := storetest.PoolFor(t, dbURL)
 	log := opts.Log
 	if log == nil {
