@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/internal/nodetest"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/invoiced/invoiced/mcp"
 	"github.com/stretchr/testify/require"
@@ -189,34 +188,8 @@ func count(t *testing.T, h *apptest.Harness, q string) int {
 	return n
 }
 
-var (
-	e2eInstall sync.Mutex
-	e2eReady   bool
-)
-
-// e2eNode returns Node.js and e2e/mcp with its pinned node_modules
-// installed (npm ci, once per test binary).
+// e2eNode returns Node.js and e2e/mcp with its pinned packages installed.
 func e2eNode(t *testing.T) (node, dir string) {
 	t.Helper()
-	dir, err := filepath.Abs("../e2e/mcp")
-	require.NoError(t, err)
-	node, err = exec.LookPath("node")
-	require.NoError(t, err, "the e2e tests need Node.js (20 or later) on PATH")
-	e2eInstall.Lock()
-	defer e2eInstall.Unlock()
-	if e2eReady {
-		return node, dir
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		npm, err := exec.LookPath("npm")
-		require.NoError(t, err, "the e2e tests need npm to install e2e/mcp/node_modules")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "npm ci in e2e/mcp: %s", out)
-	}
-	e2eReady = true
-	return node, dir
+	return nodetest.Install(t, "../e2e/mcp", "@modelcontextprotocol/sdk")
 }

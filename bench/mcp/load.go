@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/invoiced/invoiced/internal/benchkit"
 )
 
 type result struct {
@@ -165,33 +164,13 @@ func load(s side, conc int, dur time.Duration) (result, error) {
 
 // measure is load with the server's CPU per call.
 func measure(s side, pid, conc int, dur time.Duration) (result, error) {
-	cpu0 := cpuTime(pid)
+	cpu0 := benchkit.CPUTime(pid)
 	r, err := load(s, conc, dur)
 	if err != nil {
 		return r, err
 	}
 	if n := time.Duration(r.rps * r.elapsed.Seconds()); n > 0 {
-		r.cpuServer = (cpuTime(pid) - cpu0) / n
+		r.cpuServer = (benchkit.CPUTime(pid) - cpu0) / n
 	}
 	return r, nil
-}
-
-// cpuTime is the user+system CPU a process has used (Linux /proc).
-func cpuTime(pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name may hold spaces; fields count from after its ')'.
-	i := bytes.LastIndexByte(raw, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(raw[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	sys, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+sys) * 10 * time.Millisecond
 }

@@ -23,7 +23,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,8 +32,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/invoiced/invoiced/migrations"
-	"github.com/jackc/pgx/v5"
+	"github.com/invoiced/invoiced/internal/benchkit"
 )
 
 func main() {
@@ -163,8 +161,8 @@ func startServer(ctx context.Context, admin string) (*server, error) {
 		return nil, err
 	}
 	dbName := "invoiced_bench_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
-	dbURL, err := createDB(ctx, admin, dbName)
-	cleanup := func() { dropDB(context.Background(), admin, dbName); os.RemoveAll(tmp) }
+	dbURL, err := benchkit.CreateDB(ctx, admin, dbName)
+	cleanup := func() { benchkit.DropDB(context.Background(), admin, dbName); os.RemoveAll(tmp) }
 	if err != nil {
 		cleanup()
 		return nil, err
@@ -193,7 +191,7 @@ func serve(ctx context.Context, tmp, dbURL string) (*server, error) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	s := &server{token: lines[len(lines)-1], customerID: uuid.New()}
-	if err := seedCustomer(ctx, dbURL, s.customerID); err != nil {
+	if err := benchkit.SeedCustomer(ctx, dbURL, s.customerID); err != nil {
 		return nil, err
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -224,55 +222,6 @@ func serve(ctx context.Context, tmp, dbURL string) (*server, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func createDB(ctx context.Context, admin, name string) (string, error) {
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return "", err
-	}
-	u, err := url.Parse(admin)
-	if err != nil {
-		return "", err
-	}
-	u.Path = "/" + name
-	dbURL := u.String()
-	db, err := migrations.Open(dbURL)
-	if err != nil {
-		return "", err
-	}
-	defer db.Close()
-	p, err := migrations.NewProvider(db, nil)
-	if err != nil {
-		return "", err
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return "", fmt.Errorf("migrate: %w", err)
-	}
-	return dbURL, nil
-}
-
-func dropDB(ctx context.Context, admin, name string) {
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return
-	}
-	defer conn.Close(ctx)
-	_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-}
-
-func seedCustomer(ctx context.Context, dbURL string, id uuid.UUID) error {
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `INSERT INTO customers (id, name, email, currency, created_at, updated_at) VALUES ($1, 'Bench GmbH', 'ap@bench.example', 'EUR', now(), now())`, id)
-	return err
 }
 
 // median is each figure's median over rs (the upper one of an even
