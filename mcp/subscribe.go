@@ -69,7 +69,7 @@ func (s *Service) unsubscribe(context.Context, *gomcp.UnsubscribeRequest) error 
 func (s *Service) watch() {
 	defer s.watching.Done()
 	for {
-		changes, stop := s.cfg.Hub.Subscribe()
+		changes, stop := s.cfg.Hub.Watch()
 		s.follow(changes)
 		stop()
 		if s.stopping.Err() != nil || s.cfg.Hub.Closed() {
