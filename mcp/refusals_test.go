@@ -113,6 +113,9 @@ func TestElicitationAnswersOnlyFromItsSession(t *testing.T) {
 	// this call, and they cannot post to the caller's session at all.
 	require.Equal(t, http.StatusAccepted, other.answer(other.id, ask.ID, yes))
 	require.Equal(t, http.StatusForbidden, other.answer(a.id, ask.ID, yes))
+	g := get(t, b.h.URL, b.clerk2, a.id)
+	g.Body.Close()
+	require.Equal(t, http.StatusForbidden, g.StatusCode, "nor open the caller's stream")
 
 	require.Equal(t, http.StatusAccepted, a.answer(a.id, ask.ID, map[string]any{"action": "decline"}))
 	res := st.result().error(t)
