@@ -51,7 +51,6 @@ type fuzzRoute struct {
 var fuzzRoutes = []fuzzRoute{
 	{"GET", "/healthz", idNone},
 	{"GET", "/readyz", idNone},
-	{"GET", "/metrics", idNone},
 	{"GET", "/openapi.json", idNone},
 	{"GET", "/v1/me", idNone},
 	{"GET", "/v1/customers", idNone},

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
+	"github.com/invoiced/invoiced/text"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -100,10 +101,14 @@ func UserCreate(ctx context.Context, db store.Executor, p UserCreateParams) (*Us
 	if _, err := ParseRole(string(p.Role)); err != nil {
 		return nil, err
 	}
+	display, err := displayName(p.DisplayName, username)
+	if err != nil {
+		return nil, err
+	}
 	u, err := ScanUser(db.QueryRow(ctx, `
 		INSERT INTO users AS u (id, username, display_name, role)
 		VALUES ($1, $2, $3, $4)
-		RETURNING `+UserColumns, uuid.Must(uuid.NewV7()), username, p.DisplayName, p.Role))
+		RETURNING `+UserColumns, uuid.Must(uuid.NewV7()), username, display, p.Role))
 	if store.IsUniqueViolation(err, "users_username_key") {
 		return nil, problem.Conflict(problem.CodeConflict, fmt.Sprintf("username %q is taken", username))
 	}
@@ -111,6 +116,19 @@ func UserCreate(ctx context.Context, db store.Executor, p UserCreateParams) (*Us
 		return nil, problem.Invalid("username", "must be 1–63 lowercase letters, digits, '.', '_' or '-'")
 	}
 	return u, store.MapError(err, "user")
+}
+
+// displayName is the name other users are shown for a user (an approver
+// reads who asked): trimmed, the username when none is given, and refused
+// by text.Name's rule when it shows nothing or reorders what is shown.
+func displayName(s, username string) (string, error) {
+	if s == "" {
+		return username, nil
+	}
+	if err := text.Name(s); err != nil {
+		return "", problem.Invalid("display_name", "%s", err)
+	}
+	return strings.TrimSpace(s), nil
 }
 
 // UserGetByUsername returns a user by name, 404 when there is none.

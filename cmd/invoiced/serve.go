@@ -25,8 +25,22 @@ import (
 type config struct {
 	DatabaseURL string
 	HTTP        server.Config
+	// MetricsAddr is where Prometheus metrics are served
+	// (INVOICED_METRICS_ADDR); empty, they are not collected or served.
+	MetricsAddr string
 	MaxConns    int32
 	App         app.Config
+}
+
+// checkAddr refuses an address that is not host:port or :port, naming
+// the setting, before anything was set up.
+func checkAddr(setting, addr string) error {
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return fmt.Errorf("%s must be host:port or :port, not %q", setting, addr)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%s's port must be a number from 0 to 65535, not %q", setting, port)
+	}
+	return nil
 }
 
 // boolSetting reads a true/false setting; unset is false, anything
@@ -48,10 +62,16 @@ var numberPrefixRE = regexp.MustCompile(`^[A-Z][A-Z0-9]{0,9}$`)
 func loadConfig(e env) (config, error) {
 	c := config{DatabaseURL: e.get("DATABASE_URL", ""), HTTP: server.DefaultConfig()}
 	c.HTTP.Addr = e.get("INVOICED_ADDR", c.HTTP.Addr)
-	if _, port, err := net.SplitHostPort(c.HTTP.Addr); err != nil || port == "" {
-		return c, fmt.Errorf("INVOICED_ADDR must be host:port or :port, not %q", c.HTTP.Addr)
-	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return c, fmt.Errorf("INVOICED_ADDR's port must be a number from 0 to 65535, not %q", port)
+	if err := checkAddr("INVOICED_ADDR", c.HTTP.Addr); err != nil {
+		return c, err
+	}
+	if c.MetricsAddr = e.get("INVOICED_METRICS_ADDR", ""); c.MetricsAddr != "" {
+		if err := checkAddr("INVOICED_METRICS_ADDR", c.MetricsAddr); err != nil {
+			return c, err
+		}
+		if c.MetricsAddr == c.HTTP.Addr {
+			return c, fmt.Errorf("INVOICED_METRICS_ADDR must differ from INVOICED_ADDR (%q): metrics are never served on the API port", c.HTTP.Addr)
+		}
 	}
 	if v := e.get("INVOICED_LOG_LEVEL", ""); v != "" {
 		var l slog.Level
@@ -202,9 +222,16 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 		}
 		return nil
 	}
-	metrics := server.NewMetrics()
-	metrics.RegisterPool(pool)
-	cfg.HTTP.Metrics = metrics
+	if cfg.MetricsAddr != "" {
+		metrics := server.NewMetrics()
+		metrics.RegisterPool(pool)
+		cfg.HTTP.Metrics = metrics
+		stopMetrics, err := serveSide("INVOICED_METRICS_ADDR", cfg.MetricsAddr, metrics.Handler(), log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	e2 := server.New(cfg.HTTP, log, ready)
 	a, err := app.New(ctx, cfg.App, pool, log)
 	if err != nil {
