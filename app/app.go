@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/invoiced/invoiced/accounts"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
@@ -60,6 +61,7 @@ type App struct {
 	approvalGate *approvals.Gate
 	approvalSvc  *approvals.Service
 	approvalHub  *approvals.Hub
+	accounts     *accounts.Service
 	stopSweeps   context.CancelFunc
 	sweeps       sync.WaitGroup
 
@@ -154,6 +156,9 @@ func (a *App) startApprovals(ctx context.Context, policy approvals.Policy) error
 	}
 	a.approvalGate = approvals.NewGate(policy)
 	a.approvalSvc = approvals.NewService(a.pool, policy, a.approvalHub)
+	// Taking a user's authority away voids their decisions on open
+	// requests, in the same transaction (ADR-0012).
+	a.accounts = accounts.NewService(a.pool, a.approvalSvc)
 	return nil
 }
 
@@ -208,6 +213,9 @@ func (a *App) Capabilities() *capability.Registry { return a.caps }
 
 // Approvals is the approval service (decisions, waits) the CLI and tests use.
 func (a *App) Approvals() *approvals.Service { return a.approvalSvc }
+
+// Accounts administers users and tokens (the CLI and tests use it).
+func (a *App) Accounts() *accounts.Service { return a.accounts }
 
 // Close stops background work New started.
 func (a *App) Close() {

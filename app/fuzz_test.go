@@ -36,6 +36,8 @@ const (
 	idConversation
 	idCapability
 	idStatic
+	idUser
+	idToken
 )
 
 // fuzzRoute is one route of openapi/openapi.yaml; "{}" marks the path
@@ -89,6 +91,11 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/invoices", idNone},
 	{"GET", "/invoices/{}", idInvoice},
 	{"GET", "/static/{}", idStatic},
+	{"GET", "/v1/users", idNone},
+	{"GET", "/v1/users/{}", idUser},
+	{"PATCH", "/v1/users/{}", idUser},
+	{"GET", "/v1/users/{}/tokens", idUser},
+	{"POST", "/v1/tokens/{}/revoke", idToken},
 }
 
 // fuzzInput is one fuzzed request.
@@ -112,6 +119,8 @@ type fuzzEnv struct {
 	invoice   string
 	approval  string
 	conv      string
+	user      string
+	token     string
 	capNames  []string
 	client    *http.Client
 	stackLike *regexp.Regexp
@@ -127,8 +136,12 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 	_, admin := h.User(t, "fz-admin", identity.RoleAdmin)
 	_, clerk := h.User(t, "fz-clerk", identity.RoleClerk)
 	_, approver := h.User(t, "fz-approver", identity.RoleApprover)
+	// The user administration routes aim at a user of their own (whose
+	// token the fuzz may revoke), never at one whose token it sends.
+	target, _ := h.User(t, "fz-target", identity.RoleApprover)
 	env := &fuzzEnv{
 		h:      h,
+		user:   target.ID.String(),
 		tokens: []string{admin, clerk, approver},
 		client: &http.Client{
 			Timeout:       10 * time.Second,
@@ -164,6 +177,15 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 		"messages": []any{map[string]any{"id": "u1", "role": "user", "parts": []any{map[string]any{"type": "text", "text": "hello"}}}}})
 	require.Equal(t, 200, resp.StatusCode, string(resp.Body))
 
+	var toks struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	resp = h.Do(t, "GET", "/v1/users/"+env.user+"/tokens", admin, nil)
+	require.Equal(t, 200, resp.StatusCode, string(resp.Body))
+	resp.JSON(t, &toks)
+	require.Len(t, toks.Data, 1)
+	env.token = toks.Data[0].ID
+
 	var caps struct {
 		Data []struct{ Name string } `json:"data"`
 	}
@@ -191,7 +213,9 @@ func (env *fuzzEnv) fingerprint(t testing.TB) string {
 		(SELECT count(*) FROM approval_decisions),
 		(SELECT count(*) FROM confirmations),
 		(SELECT count(*) FROM conversation_messages),
-		(SELECT count(*) FROM web_sessions)) || '#' || concat_ws('|',
+		(SELECT count(*) FROM web_sessions),
+		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM users),
+		(SELECT count(*) FILTER (WHERE revoked_at IS NOT NULL) FROM api_tokens)) || '#' || concat_ws('|',
 		(SELECT count(*) FROM audit_events),
 		(SELECT count(*) || ':' || count(*) FILTER (WHERE status IN ('pending', 'approved')) FROM approval_requests))`).Scan(&fp)
 	require.NoError(t, err)
@@ -221,6 +245,10 @@ func (env *fuzzEnv) pathFor(r fuzzRoute, in fuzzInput) string {
 			arg = env.capNames[int(h.Sum32()%uint32(len(env.capNames)))]
 		case idStatic:
 			arg = "app.css"
+		case idUser:
+			arg = env.user
+		case idToken:
+			arg = env.token
 		}
 	case in.idSel == 1:
 		arg = url.PathEscape(in.pathArg)
@@ -406,6 +434,20 @@ func fuzzSeeds() []fuzzInput {
 	} {
 		add("POST", "/v1/chat", 1, "", b)
 	}
+	for _, b := range []string{
+		`{"role":"clerk"}`, `{"role":"approver","disabled":false,"email":"t@fuzz.example","display_name":"Target"}`,
+		`{"role":null}`, `{"role":"root"}`, `{"disabled":"yes"}`, `{"email":"not an address"}`, `{"email":null}`,
+		`{"email":"a@b@c"}`, `{"display_name":null}`, `{"username":"other"}`, `{}`, `[]`, `{"role":"clerk"}{}`,
+		"{\"display_name\":\"T\x00\"}", "{\"display_name\":\"\xff\"}", `{"role":"clerk","role":"admin"}`,
+	} {
+		add("PATCH", "/v1/users/{}", 0, "", b)
+		add("PATCH", "/v1/users/{}", 1, "", b)
+	}
+	for _, q := range []string{"limit=0", "limit=101", "cursor=abc", "cursor=eyJ4IjoxfQ", "limit=1"} {
+		add("GET", "/v1/users", 0, q, "")
+		add("GET", "/v1/users/{}/tokens", 0, q, "")
+	}
+	add("POST", "/v1/tokens/{}/revoke", 2, "", "")
 	add("POST", "/login", 3, "", "username=fz-admin&password=wrong")
 	seeds = append(seeds,
 		fuzzInput{route: routeIdx("PATCH", "/v1/customers/{}"), role: 1, body: []byte(`{"name":"New"}`), ifMatch: `"1"`, contentType: "application/json"},

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/invoiced/invoiced/accounts"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability/caphttp"
 	"github.com/invoiced/invoiced/idempotency"
@@ -28,6 +29,15 @@ func (a *App) Routes(e *echo.Echo) {
 
 	me := &identity.Handler{DB: a.pool}
 	v1.GET("/me", me.Me)
+
+	// User administration: admins only (DESIGN.md §7).
+	admins := identity.RequireRole(identity.RoleAdmin)
+	us := &accounts.Handler{Svc: a.accounts}
+	v1.GET("/users", us.List, admins)
+	v1.GET("/users/:id", us.Get, admins)
+	v1.PATCH("/users/:id", us.Update, admins)
+	v1.GET("/users/:id/tokens", us.Tokens, admins)
+	v1.POST("/tokens/:id/revoke", us.TokenRevoke, admins)
 
 	caps := &caphttp.Handler{Registry: a.caps}
 	v1.GET("/capabilities", caps.List)

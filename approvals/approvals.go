@@ -75,6 +75,15 @@ type Decision struct {
 	Decision  string    `json:"decision"`
 	Reason    string    `json:"reason,omitempty"`
 	DecidedAt time.Time `json:"decided_at"`
+	// Counts is false once the decision was voided: its approver lost the
+	// authority to decide while the request was open (VoidedAt, VoidReason
+	// say when and why). A voided decision never counts again.
+	Counts     bool       `json:"counts"`
+	VoidedAt   *time.Time `json:"voided_at,omitempty"`
+	VoidReason VoidReason `json:"void_reason,omitempty"`
+
+	// approver is the approver's authority as the decision was read.
+	approver authority
 }
 
 // The decisions an approver can make.
@@ -126,7 +135,11 @@ func refusal(status int, code, detail string, a *Approval) *problem.Error {
 }
 
 func requiredProblem(a *Approval) *problem.Error {
+	voided := ""
+	if n := a.voided(); n > 0 {
+		voided = fmt.Sprintf(" (%d decision(s) no longer count: their approver lost the authority to decide)", n)
+	}
 	return refusal(http.StatusForbidden, CodeApprovalRequired,
-		fmt.Sprintf("%s needs an approval: request %s is %s with %d of %d approvals; call again once it is approved",
-			a.Capability, a.ID, a.Status, a.Approvals, a.RequiredApprovals), a)
+		fmt.Sprintf("%s needs an approval: request %s is %s with %d of %d approvals%s; call again once it is approved",
+			a.Capability, a.ID, a.Status, a.Approvals, a.RequiredApprovals, voided), a)
 }

@@ -40,7 +40,10 @@ var inputHashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // for the binding (capability, target, effective-input hash) and:
 //   - approved, same target version, unexpired: consumes it and returns
 //     the Grant (the caller applies the effect and commits), unless the
-//     caller is one of its approvers (403 FORBIDDEN, nothing spent);
+//     caller is one of its approvers (403 FORBIDDEN, nothing spent) or
+//     an approver it counted may no longer decide (their decision is
+//     voided; short of its count, the request is pending again and the
+//     answer APPROVAL_REQUIRED);
 //   - pending, same version: APPROVAL_REQUIRED with its id (reuse);
 //   - open but for an older target version: marks it superseded and
 //     answers APPROVAL_STALE; the next call requests anew;
@@ -89,6 +92,16 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 		}
 		if err := checkNotDecider(call, a); err != nil {
 			return capability.Grant{}, err
+		}
+		// Recounted under the row lock: only decisions of approvers who
+		// may still decide count (ADR-0012).
+		if voids := lapsed(a); voids != nil {
+			if err := voidTx(ctx, tx, a, voids, systemActor, now, g.policy.PendingTTL); err != nil {
+				return capability.Grant{}, err
+			}
+			if a.Status != StatusApproved {
+				return capability.Grant{}, store.CommitAnd(requiredProblem(a))
+			}
 		}
 		return g.consume(ctx, tx, call, a, now)
 	case StatusDenied:

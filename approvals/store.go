@@ -155,6 +155,24 @@ func approvalsDueLockTx(ctx context.Context, tx pgx.Tx, now time.Time, limit int
 	return due, nil
 }
 
+// approvalsDecidedByLockTx returns the open requests on which approver
+// has a decision that counts, locked in id order (the order every caller
+// that locks several requests takes them in). Decisions are not loaded.
+func approvalsDecidedByLockTx(ctx context.Context, tx pgx.Tx, approver uuid.UUID) ([]*Approval, error) {
+	rows, err := tx.Query(ctx, `SELECT `+approvalColumns+approvalFrom+`
+		WHERE r.status IN ('pending', 'approved')
+		  AND EXISTS (SELECT 1 FROM approval_decisions d WHERE d.request_id = r.id AND d.approver_id = $1 AND d.voided_at IS NULL)
+		ORDER BY r.id FOR UPDATE OF r`, approver)
+	if err != nil {
+		return nil, store.MapError(err, "approvals")
+	}
+	open, err := collectApprovals(rows)
+	if err != nil {
+		return nil, store.MapError(err, "approvals")
+	}
+	return open, nil
+}
+
 // approvalInsertTx inserts a pending request from a's ID, Capability,
 // Input, InputHash, Target, Amount, Currency, Snapshot, RequestedBy.ID,
 // RequestedVia, Reason, RequiredApprovals, CreatedAt and ExpiresAt.
@@ -214,6 +232,14 @@ func approvalDenyTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, now time.Time)
 func approvalApproveTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, now, expiresAt time.Time) error {
 	_, err := tx.Exec(ctx, `UPDATE approval_requests SET status = 'approved', decided_at = $2, updated_at = $2, expires_at = $3, version = version + 1 WHERE id = $1`,
 		id, now, expiresAt)
+	return store.MapError(err, "approval")
+}
+
+// approvalReopenTx returns a locked approved request to pending, open
+// for decisions until expiresAt.
+func approvalReopenTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, now, expiresAt time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE approval_requests SET status = 'pending', decided_at = NULL, updated_at = $2, expires_at = $3, version = version + 1
+		WHERE id = $1`, id, now, expiresAt)
 	return store.MapError(err, "approval")
 }
 
@@ -297,10 +323,11 @@ func decisionsLoad(ctx context.Context, db store.Executor, as []*Approval) error
 		byID[a.ID] = a
 	}
 	rows, err := db.Query(ctx, `
-		SELECT d.request_id, d.approver_id, u.username, d.decision, d.reason, d.decided_at
+		SELECT d.request_id, d.approver_id, u.username, d.decision, d.reason, d.decided_at, d.voided_at, d.void_reason,
+			u.role, u.disabled
 		FROM approval_decisions d JOIN users u ON u.id = d.approver_id
 		WHERE d.request_id = ANY($1)
-		ORDER BY d.decided_at, d.approver_id`, ids)
+		ORDER BY d.decided_at, d.id`, ids)
 	if err != nil {
 		return store.MapError(err, "approval decisions")
 	}
@@ -312,7 +339,7 @@ func decisionsLoad(ctx context.Context, db store.Executor, as []*Approval) error
 		}
 		a := byID[reqID]
 		a.Decisions = append(a.Decisions, d)
-		if d.Decision == DecisionApprove {
+		if d.Decision == DecisionApprove && d.Counts {
 			a.Approvals++
 		}
 	}
@@ -322,13 +349,19 @@ func decisionsLoad(ctx context.Context, db store.Executor, as []*Approval) error
 // scanDecision maps a decision row and the id of its request.
 func scanDecision(row pgx.Row) (uuid.UUID, Decision, error) {
 	var (
-		reqID uuid.UUID
-		d     Decision
+		reqID      uuid.UUID
+		d          Decision
+		voidReason *string
 	)
-	if err := row.Scan(&reqID, &d.Approver.ID, &d.Approver.Username, &d.Decision, &d.Reason, &d.DecidedAt); err != nil {
+	if err := row.Scan(&reqID, &d.Approver.ID, &d.Approver.Username, &d.Decision, &d.Reason, &d.DecidedAt, &d.VoidedAt, &voidReason,
+		&d.approver.role, &d.approver.disabled); err != nil {
 		return uuid.Nil, Decision{}, err
 	}
-	d.DecidedAt = d.DecidedAt.UTC()
+	d.DecidedAt, d.VoidedAt = d.DecidedAt.UTC(), utcPtr(d.VoidedAt)
+	d.Counts = d.VoidedAt == nil
+	if voidReason != nil {
+		d.VoidReason = VoidReason(*voidReason)
+	}
 	return reqID, d, nil
 }
 
@@ -336,5 +369,12 @@ func scanDecision(row pgx.Row) (uuid.UUID, Decision, error) {
 func decisionInsertTx(ctx context.Context, tx pgx.Tx, id, approverID uuid.UUID, decision, reason string, now time.Time) error {
 	_, err := tx.Exec(ctx, `INSERT INTO approval_decisions (request_id, approver_id, decision, reason, decided_at) VALUES ($1, $2, $3, $4, $5)`,
 		id, approverID, decision, reason, now)
+	return store.MapError(err, "approval decision")
+}
+
+// decisionVoidTx voids approverID's counting decision on request id.
+func decisionVoidTx(ctx context.Context, tx pgx.Tx, id, approverID uuid.UUID, reason VoidReason, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE approval_decisions SET voided_at = $3, void_reason = $4
+		WHERE request_id = $1 AND approver_id = $2 AND voided_at IS NULL`, id, approverID, now, string(reason))
 	return store.MapError(err, "approval decision")
 }

@@ -208,7 +208,7 @@ func whyNotDecide(viewer *identity.User, a *approvals.Approval) string {
 		return "This request is " + string(a.Status) + "; it can no longer be decided."
 	}
 	for _, d := range a.Decisions {
-		if d.Approver.ID == viewer.ID {
+		if d.Approver.ID == viewer.ID && d.Counts {
 			return "You have already decided this request; it waits for another approver."
 		}
 	}
