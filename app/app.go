@@ -16,6 +16,7 @@ import (
 	"github.com/invoiced/invoiced/confirm"
 	"github.com/invoiced/invoiced/idempotency"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/mcp"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/web"
@@ -47,6 +48,8 @@ type Config struct {
 	// keep-alive and re-checks its credential; 0 means
 	// approvals.DefaultHeartbeat (15 s). Tests shorten it.
 	EventsHeartbeat time.Duration
+	// MCP tunes the /mcp endpoint; a zero Heartbeat takes EventsHeartbeat.
+	MCP mcp.Options
 }
 
 // App holds the services and handlers of one running service.
@@ -67,6 +70,7 @@ type App struct {
 	caps     *capability.Registry
 	invoices *invoices.Service
 	chat     *steploop.Service
+	mcp      *mcp.Service
 }
 
 // New builds services and handlers over pool.
@@ -102,6 +106,16 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 		return nil, err
 	}
 	a.web = wh
+	mcpOpts := cfg.MCP
+	if mcpOpts.Heartbeat == 0 {
+		mcpOpts.Heartbeat = cfg.EventsHeartbeat
+	}
+	a.mcp, err = mcp.New(mcp.Config{Options: mcpOpts, Registry: a.caps, Approvals: a.approvalSvc,
+		Hub: a.approvalHub, Confirmations: confirm.NewPostgres(pool), Log: log})
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
 	a.startSweeps(ctx, ctl, webCfg.SessionIdle)
 	return a, nil
 }
@@ -225,6 +239,9 @@ func (a *App) Close() {
 		a.stopSweeps()
 		a.sweeps.Wait()
 		a.stopSweeps = nil
+	}
+	if a.mcp != nil {
+		a.mcp.Close()
 	}
 	if a.approvalHub != nil {
 		a.approvalHub.Close()

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"net/http"
 	"strings"
 
 	"github.com/invoiced/invoiced/accounts"
@@ -71,6 +72,14 @@ func (a *App) Routes(e *echo.Echo) {
 	// Event streams and long polls end when shutdown begins instead of
 	// holding it for the whole grace period.
 	e.Server.RegisterOnShutdown(a.approvalHub.Close)
+
+	// MCP clients (ADR-0019): JSON-RPC over Streamable HTTP, outside /v1
+	// and REST. Bearer tokens only (nil: no inbox cookie, so no CSRF);
+	// approvers get a server without tools. Sessions close when shutdown
+	// begins, so their open streams do not hold it.
+	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp",
+		echo.WrapHandler(a.mcp.Handler()), identity.Authenticate(a.pool, nil), a.mcp.RecheckStreams)
+	e.Server.RegisterOnShutdown(a.mcp.Shutdown)
 
 	// The step loop (ADR-0002): clerks and admins chat; an approver reads
 	// and decides approvals only (DESIGN.md §7). Running turns end when

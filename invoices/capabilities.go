@@ -55,7 +55,7 @@ func schema(s string) json.RawMessage { return json.RawMessage(s) }
 // Capabilities returns the invoicing capabilities over svc, for app/ to
 // register. Descriptions are written for a model to read.
 func Capabilities(svc *Service) []capability.Capability {
-	return append(customerCapabilities(svc), invoiceCapabilities(svc)...)
+	return describeOutputs(append(customerCapabilities(svc), invoiceCapabilities(svc)...))
 }
 
 func customerCapabilities(svc *Service) []capability.Capability {

@@ -68,8 +68,9 @@ type inboxView struct {
 	ViewerName string
 }
 
-// viaLabel explains how a request arrived: a REST call, a UI binding, or
-// an agent acting in a conversation for the requester.
+// viaLabel explains how a request arrived: a REST call, a UI binding, an
+// MCP client's agent, or an agent acting in a conversation for the
+// requester.
 func viaLabel(via capability.Path) (label string, agent bool, conversation string) {
 	if conv, ok := via.Conversation(); ok {
 		return "agent", true, conv
@@ -79,6 +80,8 @@ func viaLabel(via capability.Path) (label string, agent bool, conversation strin
 		return "REST API", false, ""
 	case capability.PathBinding:
 		return "UI binding", false, ""
+	case capability.PathMCP:
+		return "MCP client (an agent)", false, ""
 	}
 	return string(via), false, ""
 }

@@ -65,6 +65,14 @@ func New(t testing.TB, opts Options) *Harness {
 	return &Harness{URL: srv.URL, DBURL: dbURL, Pool: pool, App: a, Server: srv}
 }
 
+// Replica starts another instance of the service over h's database, with
+// a pool of its own, as a second replica runs.
+func (h *Harness) Replica(t testing.TB, opts Options) *Harness {
+	t.Helper()
+	opts.DatabaseURL = h.DBURL
+	return New(t, opts)
+}
+
 // User creates a user with role and returns it with an API token.
 func (h *Harness) User(t testing.TB, username string, role identity.Role) (*identity.User, string) {
 	t.Helper()
