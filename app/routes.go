@@ -73,7 +73,7 @@ func (a *App) Routes(e *echo.Echo) {
 	// holding it for the whole grace period.
 	e.Server.RegisterOnShutdown(a.approvalHub.Close)
 
-	// MCP clients (ADR-0019): JSON-RPC over Streamable HTTP, outside /v1
+	// MCP clients (ADR-0015): JSON-RPC over Streamable HTTP, outside /v1
 	// and REST. Bearer tokens only (nil: no inbox cookie, so no CSRF);
 	// approvers get a server without tools. Sessions close when shutdown
 	// begins, so their open streams do not hold it.

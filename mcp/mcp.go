@@ -4,7 +4,7 @@
 // the user through elicitation (ADR-0005's wait mode) or answer
 // CONFIRMATION_REQUIRED, consequential calls answer APPROVAL_REQUIRED with
 // an approval resource a client can subscribe to, and invoices, customers
-// and approvals are readable resources. ADR-0019 says how sessions behave
+// and approvals are readable resources. ADR-0015 says how sessions behave
 // behind several replicas.
 package mcp
 
@@ -29,7 +29,7 @@ import (
 const (
 	// DefaultSessionTimeout closes a session after 30 minutes without a
 	// request: a session costs about 5 KB and a goroutine, and a client
-	// that comes back re-initializes (ADR-0019), so memory wins over
+	// that comes back re-initializes (ADR-0015), so memory wins over
 	// keeping a forgotten window's session.
 	DefaultSessionTimeout = 30 * time.Minute
 	// DefaultHeartbeat is how often an open GET stream re-checks its
@@ -126,7 +126,7 @@ func New(cfg Config) (*Service, error) {
 // handshakeVersions are the protocol versions served: those negotiated by
 // initialize. The 2026-07-28 protocol is sessionless, and without a
 // session there is no elicitation and no delivered subscription
-// (ADR-0019).
+// (ADR-0015).
 var handshakeVersions = slices.DeleteFunc(gomcp.SupportedProtocolVersions(), func(v string) bool { return v >= "2026-07-28" })
 
 func (s *Service) newServer(tools bool) *gomcp.Server {
