@@ -16,6 +16,7 @@ import (
 
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/openapi"
 	"github.com/invoiced/invoiced/server"
@@ -93,6 +94,8 @@ var fuzzRoutes = []fuzzRoute{
 	{"PATCH", "/v1/users/{}", idUser},
 	{"GET", "/v1/users/{}/tokens", idUser},
 	{"POST", "/v1/tokens/{}/revoke", idToken},
+	// Added routes go last: the corpus names routes by index.
+	{"GET", "/v1/invoices/{}/pdf", idInvoice},
 }
 
 // fuzzInput is one fuzzed request.
@@ -129,7 +132,7 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 	t.Helper()
 	sc, err := model.NewScripted(model.Script{Default: []model.ScriptStep{{Text: "I can list, draft and issue invoices."}}})
 	require.NoError(t, err)
-	h := apptest.New(t, apptest.Options{Config: app.Config{Model: sc}})
+	h := apptest.New(t, apptest.Options{Config: app.Config{Model: sc, Seller: document.Party{Name: "Fuzz Seller"}}})
 	_, admin := h.User(t, "fz-admin", identity.RoleAdmin)
 	_, clerk := h.User(t, "fz-clerk", identity.RoleClerk)
 	_, approver := h.User(t, "fz-approver", identity.RoleApprover)

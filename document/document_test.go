@@ -47,14 +47,6 @@ func render(t *testing.T, d *document.Document) []byte {
 	return pdf
 }
 
-// requireLines fails unless text has each of lines as a whole line.
-func requireLines(t *testing.T, text string, lines ...string) {
-	t.Helper()
-	for _, l := range lines {
-		require.True(t, documenttest.HasLine(text, l), "no line %q in:\n%s", l, text)
-	}
-}
-
 // pdftotext finds the number, whom it bills, each line with its quantity
 // and amount, the totals and the tax per rate, whatever the script of the
 // names.
@@ -67,7 +59,7 @@ func TestInvoiceReadsBackForUnicodeNames(t *testing.T) {
 			text := documenttest.Text(t, render(t, d))
 			require.Contains(t, text, "Nordlicht Consulting GmbH\nHauptstraße 5\n10115 Berlin\nGermany\nTax ID: DE123456789\n")
 			require.Contains(t, text, "\nBill to\n"+name+"\nap@example.com\n")
-			requireLines(t, text, "Invoice", "Number INV-2026-000042", "Issue date 2026-11-30", "Due date 2026-12-30",
+			documenttest.RequireLines(t, text, "Invoice", "Number INV-2026-000042", "Issue date 2026-11-30", "Due date 2026-12-30",
 				"Description Qty Unit price Tax Amount",
 				"Consulting for Müller & Søn 80 150.00 19 % 12,000.00",
 				"Workshop in Łódź 1 1,500.00 19 % 1,500.00",
@@ -114,11 +106,8 @@ func TestDraftIsMarkedDraft(t *testing.T) {
 	d := invoice("Αθήνα")
 	d.Number, d.IssueDate, d.Mark, d.MarkNote = "", time.Time{}, document.MarkDraft, "not an invoice yet."
 	text := documenttest.Text(t, render(t, d))
-	requireLines(t, text, "DRAFT — not an invoice yet.")
-	requireLines(t, text, "Number assigned on issue")
-	requireLines(t, text, "Issue date on issue")
-	requireLines(t, text, "Invoice (draft) · page 1/1")
-	requireLines(t, text, "Travel to Αθήνα 2 450.00 7 % 900.00")
+	documenttest.RequireLines(t, text, "DRAFT — not an invoice yet.", "Number assigned on issue", "Issue date on issue",
+		"Invoice (draft) · page 1/1", "Travel to Αθήνα 2 450.00 7 % 900.00")
 	require.Equal(t, "draft-0193a4c2-0000-7000-8000-000000000001.pdf", d.FileName())
 }
 
@@ -127,8 +116,7 @@ func TestVoidIsMarkedVoidAndOwesNothing(t *testing.T) {
 	d := invoice("Москва")
 	d.Mark, d.MarkNote, d.Balance = document.MarkVoid, "this invoice is not to be paid.", nil
 	text := documenttest.Text(t, render(t, d))
-	requireLines(t, text, "VOID — this invoice is not to be paid.")
-	requireLines(t, text, "Total 17,287.50 USD")
+	documenttest.RequireLines(t, text, "VOID — this invoice is not to be paid.", "Total 17,287.50 USD")
 	require.NotContains(t, text, "Balance due")
 }
 
@@ -145,11 +133,8 @@ func TestPaymentsAndCreditsShowBeforeTheBalance(t *testing.T) {
 	balance := d.Total - d.Credited - d.Paid()
 	d.Balance = &balance
 	text := documenttest.Text(t, render(t, d))
-	requireLines(t, text, "Credited 259.50 USD")
-	requireLines(t, text, "Paid 12,000.00 USD")
-	requireLines(t, text, "Balance due 5,028.00 USD")
-	requireLines(t, text, "2026-12-05 Bank transfer, ref 4711 10,000.00 USD")
-	requireLines(t, text, "2026-12-09 Card 2,000.00 USD")
+	documenttest.RequireLines(t, text, "Credited 259.50 USD", "Paid 12,000.00 USD", "Balance due 5,028.00 USD",
+		"2026-12-05 Bank transfer, ref 4711 10,000.00 USD", "2026-12-09 Card 2,000.00 USD")
 }
 
 // A long invoice continues on further pages, the column titles on each,
@@ -172,11 +157,11 @@ func TestLongInvoiceRunsOverPages(t *testing.T) {
 	}
 	for i := range 90 {
 		if i != 10 {
-			requireLines(t, text, fmt.Sprintf("Line %d: Łódź, Αθήνα, Москва 1 10.00 0 %% 10.00", i+1))
+			documenttest.RequireLines(t, text, fmt.Sprintf("Line %d: Łódź, Αθήνα, Москва 1 10.00 0 %% 10.00", i+1))
 
 		}
 	}
-	requireLines(t, text, fmt.Sprintf("Invoice INV-2026-000042 · page %d/%d", len(pages), len(pages)))
+	documenttest.RequireLines(t, text, fmt.Sprintf("Invoice INV-2026-000042 · page %d/%d", len(pages), len(pages)))
 
 }
 

@@ -16,8 +16,9 @@ import (
 // checked in the fonts themselves.
 func TestEmbeddedFontsCoverLatinGreekCyrillicOnly(t *testing.T) {
 	t.Parallel()
-	covered := "Müller & Søn Łódź Αθήνα Москва ÀÉÎÕÜ ßçñ ŠŽČĆĐ ȘȚ ŐŰ İı ΑΩαω ДЖЯЁЇЄҐ €£¥ –—“”‘’…·%"
-	missing := "محمד東京ภาษา₹₽₩"
+	covered := "Müller & Søn Łódź Αθήνα Москва ÀÉÎÕÜ ßçñ ÆØÅÞð Œœ ŠŽČĆĐ ȘȚ ŐŰ ĀĒĪŪĶĻŅ ŞĞİı ΑΩαω ДЖЯЁЇЄҐЉЊЋЏ €£¥ –—“”‘’…·%№"
+	// Vietnamese, Arabic, Hebrew, Han, Thai; three currency signs.
+	missing := "ạơưمحדש東京ภาษา₹₽₩"
 	for name, ttf := range map[string][]byte{"regular": goregular.TTF, "bold": gobold.TTF} {
 		f, err := sfnt.Parse(ttf)
 		require.NoError(t, err, name)

@@ -76,3 +76,13 @@ func Text(t testing.TB, pdf []byte) string {
 func HasLine(text, line string) bool {
 	return slices.Contains(strings.Split(text, "\n"), line)
 }
+
+// RequireLines fails t unless text has each of lines as a whole line.
+func RequireLines(t testing.TB, text string, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if !HasLine(text, l) {
+			t.Fatalf("no line %q in:\n%s", l, text)
+		}
+	}
+}
