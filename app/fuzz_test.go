@@ -96,6 +96,7 @@ var fuzzRoutes = []fuzzRoute{
 	{"POST", "/v1/tokens/{}/revoke", idToken},
 	// Added routes go last: the corpus names routes by index.
 	{"GET", "/v1/invoices/{}/pdf", idInvoice},
+	{"GET", "/invoices/{}/pdf", idInvoice},
 }
 
 // fuzzInput is one fuzzed request.

@@ -94,6 +94,7 @@ func (a *App) Routes(e *echo.Echo) {
 	e.POST("/approvals/:id/deny", w.Page(w.Decide(approvals.DecisionDeny)), sec)
 	e.GET("/invoices", w.Page(w.Invoices), sec)
 	e.GET("/invoices/:id", w.Page(w.Invoice), sec)
+	e.GET("/invoices/:id/pdf", w.Page(w.InvoicePDF), sec)
 }
 
 // onlyUnder applies m to requests whose path starts with prefix.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/stretchr/testify/require"
@@ -19,9 +18,7 @@ import (
 // capabilities, as clerk.
 func (b *bundle) drafts(t *testing.T, clerk *identity.User, name string, n int) []*invoices.Invoice {
 	t.Helper()
-	reg := capability.NewRegistry()
-	reg.MustRegister(invoices.Capabilities(invoices.NewService(b.h.Pool, b.h.App.ApprovalGate(), invoices.Config{}))...)
-	ag := &agent{reg: reg, who: clerk.Principal(), conv: "c"}
+	ag := b.agent(clerk, "c")
 	out, err := ag.call(context.Background(), "create-customer", map[string]any{"name": name, "email": "x@example.com", "currency": "JPY"})
 	require.NoError(t, err)
 	cust := out.(*invoices.Customer)
@@ -101,9 +98,7 @@ func TestStaleRequestShowsBannerAndNoButtons(t *testing.T) {
 	b := setup(t)
 	b.user(t, "alice", identity.RoleApprover)
 	clerk := b.user(t, "carl", identity.RoleClerk)
-	reg := capability.NewRegistry()
-	reg.MustRegister(invoices.Capabilities(invoices.NewService(b.h.Pool, b.h.App.ApprovalGate(), invoices.Config{}))...)
-	ag := &agent{reg: reg, who: clerk.Principal(), conv: "conv-stale"}
+	ag := b.agent(clerk, "conv-stale")
 	invoiceID, approvalID := ag.draftAndRequest(t, "Globex GmbH")
 
 	// The clerk edits the draft after asking: the request no longer
@@ -127,9 +122,7 @@ func TestPagesShowAmountsGroupedWithTheirCurrencysDigits(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	clerk := b.user(t, "carl", identity.RoleClerk)
-	reg := capability.NewRegistry()
-	reg.MustRegister(invoices.Capabilities(invoices.NewService(b.h.Pool, b.h.App.ApprovalGate(), invoices.Config{}))...)
-	ag := &agent{reg: reg, who: clerk.Principal(), conv: "c"}
+	ag := b.agent(clerk, "c")
 	ids := map[string]string{}
 	for _, c := range []struct {
 		currency    string
