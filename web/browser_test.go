@@ -112,7 +112,7 @@ func (a *agent) draftAndRequest(t *testing.T, customer string) (invoiceID, appro
 
 // TestBrowserApproverApprovesAgentRequest drives Debian's chromium with
 // playwright-core through the inbox: sign in, see the agent's request,
-// check the totals, approve, issue; a second request appears live; the
+// check the totals and the draft's PDF, approve, issue; a second request appears live; the
 // clerk sees no decide buttons on their own request. Screenshots go to
 // the test's artifact directory (go test -artifacts keeps them).
 func TestBrowserApproverApprovesAgentRequest(t *testing.T) {
@@ -122,7 +122,7 @@ func TestBrowserApproverApprovesAgentRequest(t *testing.T) {
 	require.NoError(t, err)
 	ensureNodeModules(t, e2eDir)
 
-	b := setup(t)
+	b := setupSeller(t)
 	b.user(t, "alice", identity.RoleApprover)
 	clerk := b.user(t, "carl", identity.RoleClerk)
 	ag := b.agent(clerk, "conv-"+uuid.NewString()[:8])

@@ -14,12 +14,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// seller is who issues the documents of the tests that render them.
+var seller = document.Party{Name: "Nordlicht GmbH", Address: "Hauptstraße 5\n10115 Berlin"}
+
+// setupSeller is setup with the seller configured.
+func setupSeller(t *testing.T) *bundle {
+	t.Helper()
+	return &bundle{h: apptest.New(t, apptest.Options{Config: app.Config{Seller: seller}})}
+}
+
 // The request page links to the draft's PDF as it will be issued, served
 // behind the session; once the draft changes, the link goes and the old
 // link is refused rather than showing another invoice than the one decided on.
 func TestApprovalPageLinksToTheDraftsPDF(t *testing.T) {
 	t.Parallel()
-	b := &bundle{h: apptest.New(t, apptest.Options{Config: app.Config{Seller: document.Party{Name: "Nordlicht GmbH", Address: "Hauptstraße 5\n10115 Berlin"}}})}
+	b := setupSeller(t)
 	b.user(t, "alice", identity.RoleApprover)
 	clerk := b.user(t, "carl", identity.RoleClerk)
 	ag := b.agent(clerk, "conv-pdf")
