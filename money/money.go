@@ -67,7 +67,7 @@ func Valid(currency string) bool {
 // Display renders amount minor units of currency for people: grouped
 // thousands, the currency's ISO 4217 digits, the code last — 1623750 USD
 // is "16,237.50 USD", 4072 JPY "4,072 JPY", 2110 BHD "2.110 BHD". One style
-// for every currency (ADR-0012): a code says which currency where a symbol
+// for every currency (ADR-0018): a code says which currency where a symbol
 // would not ($ is a score of currencies, ¥ two), it draws in any font (the
 // document's font has no ₹ ₽ ₩), and amounts still line up on the right.
 // The API carries integers; this is for pages, documents, the CLI and logs.
