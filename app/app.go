@@ -14,6 +14,7 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/idempotency"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/mcp"
@@ -41,6 +42,9 @@ type Config struct {
 	Approvals approvals.Policy
 	// Invoices configures invoicing (number prefix, clock).
 	Invoices invoices.Config
+	// Seller issues the documents (INVOICED_SELLER_*); without a name the
+	// PDF routes answer 503 naming the settings.
+	Seller document.Party
 	// Model runs the step loop's model steps (INVOICED_MODEL_*); nil makes
 	// POST /v1/chat answer 503 naming the settings to set.
 	Model model.Provider
@@ -69,13 +73,14 @@ type App struct {
 
 	caps     *capability.Registry
 	invoices *invoices.Service
+	seller   document.Party
 	chat     *steploop.Service
 	mcp      *mcp.Service
 }
 
 // New builds services and handlers over pool.
 func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
-	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat}
+	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat, seller: cfg.Seller}
 	cfg.Approvals.Capabilities = ConsequentialCapabilities()
 	if err := a.startApprovals(ctx, cfg.Approvals); err != nil {
 		return nil, err
@@ -100,7 +105,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 		webCfg = *cfg.Web
 	}
 	webCfg.SecureCookies = webCfg.SecureCookies || cfg.SecureCookies
-	wh, err := web.New(pool, webCfg, log, web.Deps{Approvals: a.approvalSvc, NumberPrefix: cfg.Invoices.NumberPrefix})
+	wh, err := web.New(pool, webCfg, log, web.Deps{Approvals: a.approvalSvc, NumberPrefix: cfg.Invoices.NumberPrefix, Seller: cfg.Seller})
 	if err != nil {
 		a.Close()
 		return nil, err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/openapi"
 	"github.com/invoiced/invoiced/server"
@@ -100,6 +101,9 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/v1/approval-policy", idNone},
 	{"POST", "/v1/approval-policy/rules", idNone},
 	{"DELETE", "/v1/approval-policy/rules/{}", idRule},
+	// Added routes go last: the corpus names routes by index.
+	{"GET", "/v1/invoices/{}/pdf", idInvoice},
+	{"GET", "/invoices/{}/pdf", idInvoice},
 }
 
 // fuzzInput is one fuzzed request.
@@ -137,7 +141,7 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 	t.Helper()
 	sc, err := model.NewScripted(model.Script{Default: []model.ScriptStep{{Text: "I can list, draft and issue invoices."}}})
 	require.NoError(t, err)
-	h := apptest.New(t, apptest.Options{Config: app.Config{Model: sc}})
+	h := apptest.New(t, apptest.Options{Config: app.Config{Model: sc, Seller: document.Party{Name: "Fuzz Seller"}}})
 	_, admin := h.User(t, "fz-admin", identity.RoleAdmin)
 	_, clerk := h.User(t, "fz-clerk", identity.RoleClerk)
 	_, approver := h.User(t, "fz-approver", identity.RoleApprover)

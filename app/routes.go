@@ -43,7 +43,7 @@ func (a *App) Routes(e *echo.Echo) {
 	v1.GET("/capabilities", caps.List)
 	v1.POST("/capabilities/:name/invoke", caps.Invoke)
 
-	inv := &invoices.Handler{Caps: caps}
+	inv := &invoices.Handler{Caps: caps, Seller: a.seller}
 	v1.POST("/customers", inv.CustomerCreate)
 	v1.GET("/customers", inv.CustomerList)
 	v1.GET("/customers/:id", inv.CustomerGet)
@@ -51,6 +51,7 @@ func (a *App) Routes(e *echo.Echo) {
 	v1.POST("/invoices", inv.InvoiceCreate)
 	v1.GET("/invoices", inv.InvoiceList)
 	v1.GET("/invoices/:id", inv.InvoiceGet)
+	v1.GET("/invoices/:id/pdf", inv.InvoicePDF)
 	v1.PATCH("/invoices/:id", inv.InvoiceUpdate)
 	v1.DELETE("/invoices/:id", inv.InvoiceDelete)
 	v1.POST("/invoices/:id/issue", inv.InvoiceIssue)
@@ -107,6 +108,7 @@ func (a *App) Routes(e *echo.Echo) {
 	e.POST("/approvals/:id/deny", w.Page(w.Decide(approvals.DecisionDeny)), sec)
 	e.GET("/invoices", w.Page(w.Invoices), sec)
 	e.GET("/invoices/:id", w.Page(w.Invoice), sec)
+	e.GET("/invoices/:id/pdf", w.Page(w.InvoicePDF), sec)
 }
 
 // onlyUnder applies m to requests whose path starts with prefix.

@@ -74,8 +74,8 @@ func cmdApprovalsList(ctx context.Context, e env, args []string, stdout, stderr 
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tCAPABILITY\tTARGET\tAMOUNT\tREQUESTED BY\tAPPROVALS\tEXPIRES")
 	for _, a := range list.Data {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s v%d\t%s %s\t%s\t%d/%d\t%s\n", a.ID, a.Status, a.Capability,
-			a.Target.Type, a.Target.ID, a.Target.Version, money.Format(a.Amount, a.Currency), a.Currency,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s v%d\t%s\t%s\t%d/%d\t%s\n", a.ID, a.Status, a.Capability,
+			a.Target.Type, a.Target.ID, a.Target.Version, money.Display(a.Amount, a.Currency),
 			a.RequestedBy.Username, a.Approvals, a.RequiredApprovals, a.ExpiresAt.Format(time.RFC3339))
 	}
 	if err := tw.Flush(); err != nil {

@@ -109,7 +109,7 @@ func printPolicy(w io.Writer, set *approvals.RuleSet) error {
 // number of major units of whichever currency an invoice is in.
 func threshold(r approvals.Rule) string {
 	if r.MinAmount != nil {
-		return fmt.Sprintf("%s %s (%d minor units)", money.Format(*r.MinAmount, r.Currency), r.Currency, *r.MinAmount)
+		return fmt.Sprintf("%s (%d minor units)", money.Display(*r.MinAmount, r.Currency), *r.MinAmount)
 	}
 	return fmt.Sprintf("%d major units of the invoice's currency", *r.MinAmountMajor)
 }

@@ -53,7 +53,7 @@ func TestPolicyCLI(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "approval policy version 2")
 	require.Contains(t, r.stdout, "by ada")
-	require.Contains(t, r.stdout, "JPY       1000000 JPY (1000000 minor units)")
+	require.Contains(t, r.stdout, "JPY       1,000,000 JPY (1000000 minor units)")
 	r = invoke(ctx, e, "policy", "set", "--capability", "issue-invoice", "--currency", "EUR", "--min-amount", "1000000", "--approvers", "2", "--as", "ada")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "EUR       10000.00 EUR (1000000 minor units)")

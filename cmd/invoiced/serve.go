@@ -10,10 +10,14 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/approvals"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop/model"
@@ -110,6 +114,9 @@ func loadConfig(e env) (config, error) {
 	if err := approvalSettings(e, &c.App.Approvals); err != nil {
 		return c, err
 	}
+	if err := sellerSettings(e, &c.App.Seller); err != nil {
+		return c, err
+	}
 	m, err := model.FromSettings(func(k string) string { return e.get(k, "") })
 	switch {
 	case errors.Is(err, model.ErrNotConfigured):
@@ -145,6 +152,34 @@ func approvalSettings(e env, p *approvals.Policy) error {
 			return fmt.Errorf("%s is not a setting: how many approvers a request needs is the approval policy in the database, "+
 				"which an admin reads with `invoiced policy list` and changes with `invoiced policy set` (README: Approval policy); unset %s", key, key)
 		}
+	}
+	return nil
+}
+
+// sellerSettings reads who issues the documents. The address is several
+// lines: newlines, or the two characters \n for an env file that cannot
+// hold a newline. Control characters are refused by name: a PDF cannot
+// show them.
+func sellerSettings(e env, p *document.Party) error {
+	const rule = " must be UTF-8 text of at most 1,000 characters without control characters"
+	for _, s := range []struct {
+		key, rule string
+		dst       *string
+		multiLine bool
+	}{
+		{"INVOICED_SELLER_NAME", rule, &p.Name, false},
+		{"INVOICED_SELLER_ADDRESS", rule + " (lines separated by newlines or \\n)", &p.Address, true},
+		{"INVOICED_SELLER_TAX_ID", rule, &p.TaxID, false},
+	} {
+		v := strings.TrimSpace(e.get(s.key, ""))
+		if s.multiLine {
+			v = strings.ReplaceAll(strings.ReplaceAll(v, `\n`, "\n"), "\r\n", "\n")
+		}
+		bad := strings.ContainsFunc(v, func(r rune) bool { return unicode.IsControl(r) && (r != '\n' || !s.multiLine) })
+		if bad || !utf8.ValidString(v) || utf8.RuneCountInString(v) > 1000 {
+			return errors.New(s.key + s.rule)
+		}
+		*s.dst = v
 	}
 	return nil
 }

@@ -45,9 +45,9 @@ var router = sync.OnceValues(func() (routers.Router, error) {
 		return nil, err
 	}
 	// Bodies the document gives as {type: string}: an SSE stream, an HTML
-	// page, the inbox's static files. openapi3filter decodes only JSON,
-	// forms and plain text by itself.
-	for _, ct := range []string{"text/event-stream", "text/html", "text/css", "text/javascript", "image/svg+xml"} {
+	// page, the inbox's static files, a PDF. openapi3filter decodes only
+	// JSON, forms and plain text by itself.
+	for _, ct := range []string{"text/event-stream", "text/html", "text/css", "text/javascript", "image/svg+xml", "application/pdf"} {
 		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
 	}
 	return legacy.NewRouter(doc)
