@@ -56,7 +56,7 @@ func TestPolicyCLI(t *testing.T) {
 	require.Contains(t, r.stdout, "JPY       1,000,000 JPY (1000000 minor units)")
 	r = invoke(ctx, e, "policy", "set", "--capability", "issue-invoice", "--currency", "EUR", "--min-amount", "1000000", "--approvers", "2", "--as", "ada")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "EUR       10000.00 EUR (1000000 minor units)")
+	require.Contains(t, r.stdout, "EUR       10,000.00 EUR (1000000 minor units)")
 	eur := ruleID(t, r.stdout, "EUR")
 
 	// Refusals write nothing and say why, naming the field.
