@@ -93,7 +93,7 @@ func TestPolicyCLI(t *testing.T) {
 	require.NotContains(t, r.stdout, "EUR")
 	r = invoke(ctx, e, "policy", "list", "--version", "3")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "10000.00 EUR", "version 3 reads back as it was")
+	require.Contains(t, r.stdout, "10,000.00 EUR", "version 3 reads back as it was")
 
 	var actors []string
 	rows, err := pool.Query(ctx, `SELECT event->>'actor' || ' ' || (event->>'via') FROM audit_events WHERE event->>'type' = 'approval_policy.changed' ORDER BY seq`)
