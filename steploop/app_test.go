@@ -21,7 +21,9 @@ type swappable struct {
 	p  model.Provider
 }
 
-func (s *swappable) Stream(ctx context.Context, req model.Request, on func(string) error) (model.Step, error) {
+func (s *swappable) Name() string { return "swappable" }
+
+func (s *swappable) Stream(ctx context.Context, req model.Request, on model.Events) (model.Step, error) {
 	s.mu.Lock()
 	p := s.p
 	s.mu.Unlock()

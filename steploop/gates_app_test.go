@@ -25,7 +25,9 @@ type recordingModel struct {
 	reqs []model.Request
 }
 
-func (r *recordingModel) Stream(ctx context.Context, req model.Request, on func(string) error) (model.Step, error) {
+func (r *recordingModel) Name() string { return "recording" }
+
+func (r *recordingModel) Stream(ctx context.Context, req model.Request, on model.Events) (model.Step, error) {
 	r.mu.Lock()
 	r.reqs = append(r.reqs, req)
 	p := r.p

@@ -91,8 +91,11 @@ type fakeModel struct {
 }
 
 type openAIRequest struct {
-	Model    string `json:"model"`
-	Stream   bool   `json:"stream"`
+	Model         string `json:"model"`
+	Stream        bool   `json:"stream"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 	Messages []struct {
 		Role       string `json:"role"`
 		Content    any    `json:"content"`
@@ -189,10 +192,9 @@ func (f *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "data: [DONE]\n\n")
 		return
 	}
-	step, err := f.scripted.Stream(r.Context(), model.Request{Messages: msgs}, func(d string) error {
-		send(delta(map[string]any{"content": d}, nil))
-		return nil
-	})
+	step, err := f.scripted.Stream(r.Context(), model.Request{Messages: msgs}, fakeEvents{send: func(field, d string) {
+		send(delta(map[string]any{field: d}, nil))
+	}})
 	if err != nil {
 		return
 	}
@@ -209,8 +211,23 @@ func (f *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 		reason = "tool_calls"
 	}
 	send(delta(map[string]any{}, reason))
+	if req.StreamOptions.IncludeUsage {
+		// As OpenAI sends it: one last chunk without choices.
+		send(map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": req.Model, "choices": []any{},
+			"usage": map[string]any{"prompt_tokens": 10 * len(req.Messages), "completion_tokens": 5, "total_tokens": 10*len(req.Messages) + 5,
+				"completion_tokens_details": map[string]any{"reasoning_tokens": 2}, "prompt_tokens_details": map[string]any{"cached_tokens": 1}}})
+	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
+
+// fakeEvents sends a scripted step's text as content deltas and its
+// reasoning as reasoning_content deltas, as DeepSeek and llama.cpp do; its
+// tool calls are sent afterwards, in fragments.
+type fakeEvents struct{ send func(field, delta string) }
+
+func (e fakeEvents) Text(d string) error             { e.send("content", d); return nil }
+func (e fakeEvents) Reasoning(d string) error        { e.send("reasoning_content", d); return nil }
+func (e fakeEvents) ToolInput(model.ToolInput) error { return nil }
 
 // fakeApprovals is the least of an approvals gate, for the loop's own
 // tests: a consequential capability answers APPROVAL_REQUIRED, one request
@@ -333,11 +350,11 @@ func setup(t *testing.T) *bundle {
 	prov, err := model.NewOpenAI(model.OpenAIConfig{BaseURL: fm.srv.URL + "/v1", APIKey: "test-key", Model: "fake-model", MaxRetries: -1})
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := steploop.New(steploop.Config{
+	svc := startService(t, steploop.Config{
 		DB: pool, Model: prov, Tools: reg, Frontend: []steploop.FrontendTool{steploop.ShowInvoice},
-		Confirm: ctl, MaxSteps: 3, Log: log,
+		Confirm: ctl, MaxSteps: 3, Log: log, Listen: pool.Config().ConnConfig,
 	})
-	require.NoError(t, err)
+	b.Svc = svc
 
 	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return pool.Ping(ctx) })
 	v1 := e.Group("/v1", identity.Authenticate(pool, nil))
@@ -360,10 +377,24 @@ func setup(t *testing.T) *bundle {
 	return b
 }
 
+// startService builds the step loop from cfg and starts its listener
+// (when cfg.Listen is set) for the test's duration.
+func startService(t *testing.T, cfg steploop.Config) *steploop.Service {
+	t.Helper()
+	svc, err := steploop.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, svc.Start(context.Background()))
+	t.Cleanup(svc.Close)
+	return svc
+}
+
 // chatRoutes adds the step loop's routes to g as app's route table does;
 // the harness serves them over its own capability registry, not app's.
 func chatRoutes(g *echo.Group, svc *steploop.Service) {
 	g.POST("/chat", svc.Chat)
+	g.GET("/chat/:id/stream", svc.Resume)
+	g.POST("/chat/:id/stop", svc.Stop)
+	g.GET("/conversations", svc.ConversationList)
 	g.GET("/conversations/:id", svc.ConversationGet)
 }
 
@@ -473,3 +504,14 @@ func problemCode(t *testing.T, raw []byte) string {
 }
 
 func timeAfter() <-chan time.Time { return time.After(5 * time.Millisecond) }
+
+// mustString is the JSON text of raw's string member key, quoted.
+func mustString(t *testing.T, raw []byte, key string) string {
+	t.Helper()
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(raw, &v), string(raw))
+	s, ok := v[key].(string)
+	require.True(t, ok, "%s has no string %q", raw, key)
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -30,11 +30,15 @@ func TestChatReadToolRunsAndFeedsTheNextStep(t *testing.T) {
 	require.Equal(t, "text/event-stream", res.Header.Get("Content-Type"))
 	require.True(t, res.Done, "stream ends with [DONE]")
 	types := chunkTypes(res.Chunks)
-	require.Equal(t, []string{"start", "start-step", "tool-input-available", "tool-output-available", "finish-step",
+	// The call's arguments stream (two fragments), then the whole input.
+	require.Equal(t, []string{"start", "start-step", "tool-input-start", "tool-input-delta", "tool-input-delta", "tool-input-available", "tool-output-available", "finish-step",
 		"start-step", "text-start", "text-delta", "text-delta", "text-end", "finish-step", "finish"}, types)
 	require.Equal(t, "lookup-thing", res.Chunks[2]["toolName"])
-	require.Equal(t, map[string]any{"key": "alpha"}, res.Chunks[2]["input"])
-	require.Equal(t, map[string]any{"key": "alpha", "value": "v-alpha", "principal": "clerk"}, res.Chunks[3]["output"])
+	require.Equal(t, res.Chunks[2]["toolCallId"], res.Chunks[5]["toolCallId"])
+	require.Equal(t, `{"key":"alpha"}`, res.Chunks[3]["inputTextDelta"].(string)+res.Chunks[4]["inputTextDelta"].(string))
+	require.Equal(t, "lookup-thing", res.Chunks[5]["toolName"])
+	require.Equal(t, map[string]any{"key": "alpha"}, res.Chunks[5]["input"])
+	require.Equal(t, map[string]any{"key": "alpha", "value": "v-alpha", "principal": "clerk"}, res.Chunks[6]["output"])
 
 	reqs := b.Model.Requests()
 	require.Len(t, reqs, 2)
@@ -236,11 +240,33 @@ func TestChatConcurrentRequestsOneWins(t *testing.T) {
 	require.Len(t, msgs, 2, "one user message, one answer")
 }
 
-func TestChatClientDisconnectCancelsTheModelCall(t *testing.T) {
+// A client that goes away leaves its run going (ADR-0012): the answer is
+// written to its end and stored, as a reload will show it.
+func TestChatDisconnectLeavesTheRunGoing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	b.leaveMidText(t, "conv-left-going", "tell a slow story")
+	var msgs []json.RawMessage
+	require.Eventually(t, func() bool {
+		_, msgs = b.conversation(t, b.Token, "conv-left-going")
+		return len(msgs) == 2 && strings.Contains(string(msgs[1]), `"finishReason":"stop"`)
+	}, 10*time.Second, 20*time.Millisecond, "the answer was written to its end")
+	require.Contains(t, string(msgs[1]), `"text":"`+strings.TrimSpace(slowText)+` "`)
+	require.Contains(t, string(msgs[1]), `"state":"done"`)
+	select {
+	case <-b.Model.cancelled:
+		t.Fatal("the model call was cancelled when the client left")
+	default:
+	}
+}
+
+// leaveMidText posts text to a new conversation id, reads until text
+// streams, and goes away.
+func (b *bundle) leaveMidText(t *testing.T, id, text string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	buf, _ := json.Marshal(body("conv-gone", userMsg("u1", "tell a slow story")))
+	defer cancel()
+	buf, _ := json.Marshal(body(id, userMsg("u1", text)))
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.URL+"/v1/chat", strings.NewReader(string(buf)))
 	req.Header.Set("Authorization", "Bearer "+b.Token)
 	req.Header.Set("Content-Type", "application/json")
@@ -256,6 +282,32 @@ func TestChatClientDisconnectCancelsTheModelCall(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
+}
+
+// stop posts POST /v1/chat/{id}/stop as token and returns its status.
+func (b *bundle) stop(t *testing.T, token, id string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, b.URL+"/v1/chat/"+id+"/stop", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, raw
+}
+
+// The stop route ends a run whose client went away: the model call is
+// cancelled, what completed is kept (marked interrupted), and the
+// conversation is usable again.
+func TestChatStopRouteCancelsTheModelCall(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.leaveMidText(t, "conv-gone", "tell a slow story")
+	status, raw := b.stop(t, b.Token, "conv-gone")
+	require.Equal(t, http.StatusOK, status, string(raw))
+	require.JSONEq(t, `{"message_id":`+mustString(t, raw, "message_id")+`,"finish_reason":"interrupted"}`, string(raw))
 	select {
 	case <-b.Model.cancelled:
 	case <-time.After(10 * time.Second):
@@ -274,6 +326,9 @@ func TestChatClientDisconnectCancelsTheModelCall(t *testing.T) {
 		return len(msgs) == 2
 	}, 10*time.Second, 20*time.Millisecond)
 	require.Contains(t, string(msgs[1]), `"text":"slow `)
+	require.Contains(t, string(msgs[1]), `"finishReason":"interrupted"`)
+	status, _ = b.stop(t, b.Token, "conv-gone")
+	require.Equal(t, http.StatusNoContent, status, "nothing runs any more")
 	res := b.chat(t, b.Token, body("conv-gone", anyList(msgs, userMsg("u2", "look up alpha"))...))
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	require.Contains(t, string(res.Body), `"delta":"alpha."`)
@@ -382,13 +437,19 @@ func TestChatWithoutModelIs503(t *testing.T) {
 	require.Contains(t, rec.Body.String(), "INVOICED_MODEL_PROVIDER")
 }
 
-// A lease no longer than the margin a run keeps before it would leave no
-// time to run at all: refused when the service is built, by name.
-func TestNewRefusesALeaseShorterThanTheRunMargin(t *testing.T) {
+// A lease renewed every third of its length must outlast a slow
+// statement: one shorter than MinLeaseTTL is refused when the service is
+// built, by name, and so is a conversation bound too small for a
+// question and its answer.
+func TestNewRefusesLimitsThatCannotWork(t *testing.T) {
 	t.Parallel()
 	tx := storetest.Tx(t)
-	for _, ttl := range []time.Duration{time.Second, 30 * time.Second} {
-		_, err := steploop.New(steploop.Config{DB: tx, Tools: capability.NewRegistry(), LeaseTTL: ttl})
+	for _, ttl := range []time.Duration{time.Millisecond, steploop.MinLeaseTTL - time.Millisecond} {
+		_, err := steploop.New(steploop.Config{DB: tx, Tools: capability.NewRegistry(), Limits: steploop.Limits{LeaseTTL: ttl}})
 		require.ErrorContains(t, err, "LeaseTTL", ttl.String())
 	}
+	_, err := steploop.New(steploop.Config{DB: tx, Tools: capability.NewRegistry(), Limits: steploop.Limits{LeaseTTL: steploop.MinLeaseTTL}})
+	require.NoError(t, err)
+	_, err = steploop.New(steploop.Config{DB: tx, Tools: capability.NewRegistry(), Limits: steploop.Limits{MaxMessages: 1}})
+	require.ErrorContains(t, err, "MaxMessages")
 }

@@ -11,10 +11,13 @@ import (
 )
 
 // ChatRequest is the body ai@7's DefaultChatTransport sends: the chat id,
-// the client's whole message list, the trigger and the message id.
+// the client's whole message list, the trigger and the message id; or,
+// from a client whose prepareSendMessagesRequest sends the last message
+// only (the AI SDK's persistence guide), the chat id and that message.
 type ChatRequest struct {
 	ID        string            `json:"id"`
 	Messages  []json.RawMessage `json:"messages"`
+	Message   json.RawMessage   `json:"message"`
 	Trigger   string            `json:"trigger"`
 	MessageID *string           `json:"messageId"`
 }
@@ -136,29 +139,65 @@ func Reconcile(stored []Message, client []clientMessage, isFrontend func(string)
 		}
 	}
 	if len(client) == n+1 {
+		var last *Message
 		if n > 0 {
-			if err := compareMessage(stored[n-1], client[n-1], nil, nil); err != nil {
+			last = &stored[n-1]
+			if err := compareMessage(*last, client[n-1], nil, nil); err != nil {
 				return Delta{}, err
 			}
-			if pending := pendingCalls(stored[n-1]); len(pending) > 0 {
-				return Delta{}, mismatch("tool call %s is waiting for the browser's answer; answer it before sending a new message", pending[0])
-			}
 		}
-		u, err := newUserMessage(client[n], stored)
-		if err != nil {
-			return Delta{}, err
-		}
-		return Delta{NewUser: u}, nil
+		return reconcileNewUser(last, client[n], stored)
 	}
 	if n == 0 {
 		return Delta{}, problem.Invalid("messages", "must hold the new user message")
 	}
-	last := stored[n-1]
+	return reconcileAnswers(stored[n-1], client[n-1], isFrontend)
+}
+
+// ReconcileLast is Reconcile for a request that sends only its last
+// message (ChatRequest.Message), against the stored last message (nil
+// for a new conversation): the same rules, applied to what the client
+// sends. A new user message's id is checked against every stored one
+// where it is stored (a unique constraint), not here.
+func ReconcileLast(last *Message, c clientMessage, isFrontend func(string) bool) (Delta, error) {
+	if last == nil || c.Role == "user" {
+		var stored []Message
+		if last != nil {
+			stored = []Message{*last}
+		}
+		return reconcileNewUser(last, c, stored)
+	}
+	if c.ID != last.ID {
+		return Delta{}, mismatch("message %q (%s) is not the conversation's last message", c.ID, c.Role)
+	}
+	return reconcileAnswers(*last, c, isFrontend)
+}
+
+// reconcileNewUser accepts c as a new user message after last (nil for
+// none), unless a call of last still waits for the browser.
+func reconcileNewUser(last *Message, c clientMessage, stored []Message) (Delta, error) {
+	if last != nil {
+		if pending := pendingCalls(*last); len(pending) > 0 {
+			return Delta{}, mismatch("tool call %s is waiting for the browser's answer; answer it before sending a new message", pending[0])
+		}
+	}
+	u, err := newUserMessage(c, stored)
+	if err != nil {
+		return Delta{}, err
+	}
+	return Delta{NewUser: u}, nil
+}
+
+// reconcileAnswers takes the browser's answers from c, the client's copy
+// of the stored last message: outputs for pending frontend calls and
+// answers to pending confirmations, or nothing when the loop stopped at
+// the step limit.
+func reconcileAnswers(last Message, c clientMessage, isFrontend func(string) bool) (Delta, error) {
 	if last.Role != "assistant" {
 		return Delta{}, mismatch("the request adds nothing to the conversation")
 	}
 	var d Delta
-	if err := compareMessage(last, client[n-1], isFrontend, &d); err != nil {
+	if err := compareMessage(last, c, isFrontend, &d); err != nil {
 		return Delta{}, err
 	}
 	if len(d.Outputs) == 0 && len(d.Approvals) == 0 {
@@ -257,6 +296,9 @@ func compareMessage(s Message, c clientMessage, isFrontend func(string) bool, an
 		return mismatch("message %q (%s) differs from the stored one", c.ID, c.Role)
 	}
 	sp, cp := contentParts(s.Parts), contentParts(c.Parts)
+	if answers == nil && s.Role == "assistant" && len(cp) <= len(sp) {
+		return compareCut(s.ID, sp, cp)
+	}
 	if len(sp) != len(cp) {
 		return mismatch("message %q has %d parts; the stored one has %d", s.ID, len(cp), len(sp))
 	}
@@ -273,11 +315,11 @@ func comparePart(msgID string, s, c Part, isFrontend func(string) bool, answers 
 		return mismatch("message %q: a %q part differs from the stored %q part", msgID, c.Type, s.Type)
 	}
 	switch {
-	case s.Type == "text":
+	case s.Type == "text" || s.Type == "reasoning":
 		st, ct := deref(s.Text), deref(c.Text)
 		// A stream cut off mid-text leaves the client with a prefix of
 		// what the server stored.
-		if st != ct && (s.State != "streaming" || !strings.HasPrefix(st, ct)) {
+		if st != ct && (s.State != "streaming" || !strings.HasPrefix(st, ct)) || s.ID != c.ID {
 			return mismatch("message %q: text differs from the stored text", msgID)
 		}
 		return nil
@@ -348,6 +390,61 @@ func compareTool(msgID string, s, c Part, isFrontend func(string) bool, answers 
 		}
 	}
 	return mismatch("tool call %s: state %q cannot become %q from the client", s.ToolCallID, s.State, c.State)
+}
+
+// compareCut compares the client's copy of a stored answer that the
+// client does not answer now. A client that stopped reading early (its
+// stop() aborts the fetch, a connection dropped) holds fewer parts, or the
+// last ones in an earlier state, while the run went on until its end or a
+// stop request reached it; the next message is accepted all the same.
+// Each part the client holds must be the stored part as it stood earlier:
+// text a prefix, a call with the same id in an earlier state with the
+// same input (once the client has it) and confirmation. Nothing the client
+// holds is used: the server keeps its own copy, and an edited or invented
+// part is refused as ever.
+func compareCut(msgID string, sp, cp []Part) error {
+	for i := range cp {
+		s, c := sp[i], cp[i]
+		switch {
+		case s.Type != c.Type:
+			return mismatch("message %q: a %q part differs from the stored %q part", msgID, c.Type, s.Type)
+		case s.Type == "text" || s.Type == "reasoning":
+			if !strings.HasPrefix(deref(s.Text), deref(c.Text)) || s.ID != c.ID {
+				return mismatch("message %q: text differs from the stored text", msgID)
+			}
+		case s.IsTool() && stateRank[c.State] < stateRank[s.State]:
+			if err := compareEarlierCall(msgID, s, c); err != nil {
+				return err
+			}
+		default:
+			if err := comparePart(msgID, s, c, nil, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// stateRank orders a call's states as a call goes through them.
+var stateRank = map[string]int{
+	StateInputStreaming: 1, StateInputAvailable: 2, StateApprovalRequested: 3, StateApprovalResponded: 4,
+	StateOutputAvailable: 5, StateOutputError: 5, StateOutputDenied: 5,
+}
+
+// compareEarlierCall checks a client's call c, in a state the stored call
+// s went through.
+func compareEarlierCall(msgID string, s, c Part) error {
+	if s.ToolCallID != c.ToolCallID || stateRank[c.State] == 0 {
+		return mismatch("message %q: tool call %q differs from the stored %q", msgID, c.ToolCallID, s.ToolCallID)
+	}
+	if c.State != StateInputStreaming && !jsondoc.Equal(s.Input, c.Input) {
+		return mismatch("tool call %s: its input differs from the input the model gave", s.ToolCallID)
+	}
+	if c.Approval != nil && (s.Approval == nil || s.Approval.ID != c.Approval.ID ||
+		(c.Approval.Approved != nil && (s.Approval.Approved == nil || *s.Approval.Approved != *c.Approval.Approved))) {
+		return mismatch("tool call %s: its confirmation differs from the one issued", s.ToolCallID)
+	}
+	return nil
 }
 
 // textRefused refuses text of a client's message that PostgreSQL cannot

@@ -16,6 +16,7 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/server"
+	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/store"
 	"github.com/labstack/gommon/bytes"
@@ -88,6 +89,9 @@ func loadConfig(e env) (config, error) {
 		c.App.Invoices.NumberPrefix = v
 	}
 	if err := approvalSettings(e, &c.App.Approvals); err != nil {
+		return c, err
+	}
+	if c.App.Chat, err = steploop.LimitsFromSettings(func(k string) string { return e.get(k, "") }); err != nil {
 		return c, err
 	}
 	m, err := model.FromSettings(func(k string) string { return e.get(k, "") })
@@ -204,6 +208,7 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 	}
 	metrics := server.NewMetrics()
 	metrics.RegisterPool(pool)
+	metrics.Registry.MustRegister(steploop.TokensTotal)
 	cfg.HTTP.Metrics = metrics
 	e2 := server.New(cfg.HTTP, log, ready)
 	a, err := app.New(ctx, cfg.App, pool, log)

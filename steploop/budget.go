@@ -1,0 +1,70 @@
+package steploop
+
+import (
+	"context"
+
+	"github.com/invoiced/invoiced/store"
+)
+
+// modelChars is what m adds to the model's context: the bytes of its text,
+// tool arguments and tool results as Transcript sends them (reasoning and
+// data parts are not sent).
+func modelChars(m Message) int {
+	n := 0
+	for _, p := range m.Parts {
+		switch {
+		case p.Type == "text" && p.Text != nil:
+			n += len(*p.Text)
+		case p.IsTool():
+			n += len(arguments(p.Input)) + len(modelResult(p))
+		}
+	}
+	return n
+}
+
+// budgetTail is the part of msgs the model is sent within budget bytes:
+// whole turns (a user message and what answers it), newest first, as many
+// as fit; the newest turn always, even past the budget. Cutting only
+// before a user message never separates a tool call from its result
+// (both live in one assistant message), and the model's transcript always
+// begins with the user. The system prompt is sent besides.
+func budgetTail(msgs []Message, budget int) []Message {
+	start, sum := len(msgs), 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		sum += modelChars(msgs[i])
+		if msgs[i].Role != "user" {
+			continue
+		}
+		if sum > budget && start < len(msgs) {
+			break
+		}
+		start = i
+	}
+	if start == len(msgs) {
+		return msgs
+	}
+	return msgs[start:]
+}
+
+// contextTail is budgetTail read from the database: the messages from the
+// oldest user message whose turn and every later one fit in budget (or
+// the newest user message), found by an index range scan over the stored
+// running totals, so its cost does not grow with the conversation.
+func contextTail(ctx context.Context, db store.Executor, conversationID string, budget int) ([]Message, error) {
+	return messageQuery(ctx, db, `
+		WITH total AS (
+			SELECT chars_before + model_chars AS n FROM conversation_messages
+			 WHERE conversation_id = $1 ORDER BY position DESC LIMIT 1
+		), fits AS (
+			SELECT m.position FROM conversation_messages m, total
+			 WHERE m.conversation_id = $1 AND m.chars_before >= total.n - $2 AND m.role = 'user'
+			 ORDER BY m.chars_before, m.position LIMIT 1
+		), newest AS (
+			SELECT position FROM conversation_messages
+			 WHERE conversation_id = $1 AND role = 'user' ORDER BY position DESC LIMIT 1
+		)
+		SELECT id, role, parts, metadata FROM conversation_messages
+		 WHERE conversation_id = $1
+		   AND position >= least((SELECT position FROM fits), (SELECT position FROM newest))
+		 ORDER BY position`, conversationID, budget)
+}
