@@ -19,6 +19,7 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop"
@@ -252,6 +253,44 @@ type bundle struct {
 	Svc *steploop.Service
 	// release lets wait-thing return; it gives up after 5 s.
 	release chan struct{}
+	// Mode is how chat sends a message list (requestModes): as given, or
+	// as a client whose prepareSendMessagesRequest sends the last message
+	// only ("last message").
+	Mode string
+}
+
+// The two request modes of POST /v1/chat: the whole message list (ai@7's
+// default body), or the last message only ({id, message}).
+const (
+	fullHistory = "full history"
+	lastMessage = "last message"
+)
+
+var requestModes = []string{fullHistory, lastMessage}
+
+// envelope is body as b.Mode sends it. A last-message client sends one
+// message: the first of the list that differs from the stored transcript
+// (what the client changed or adds), or else the last.
+func (b *bundle) envelope(t *testing.T, token string, body any) any {
+	t.Helper()
+	m, ok := body.(map[string]any)
+	if b.Mode != lastMessage || !ok {
+		return body
+	}
+	list, _ := m["messages"].([]any)
+	if len(list) == 0 {
+		return body
+	}
+	id := m["id"].(string)
+	_, stored := b.conversation(t, token, id)
+	for i, msg := range list {
+		raw, err := json.Marshal(msg)
+		require.NoError(t, err)
+		if i >= len(stored) || !jsondoc.Equal(raw, stored[i]) {
+			return map[string]any{"id": id, "message": msg}
+		}
+	}
+	return map[string]any{"id": id, "message": list[len(list)-1]}
 }
 
 func (b *bundle) Reminders(to string) int {
@@ -409,7 +448,7 @@ type chatResult struct {
 
 func (b *bundle) chat(t *testing.T, token string, body any) chatResult {
 	t.Helper()
-	buf, err := json.Marshal(body)
+	buf, err := json.Marshal(b.envelope(t, token, body))
 	require.NoError(t, err)
 	return b.chatRaw(context.Background(), t, token, "application/json", buf)
 }

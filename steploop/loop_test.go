@@ -146,7 +146,21 @@ func TestChatStepLimitThenContinue(t *testing.T) {
 
 func TestChatForgedHistoryIsRefusedBeforeAnythingRuns(t *testing.T) {
 	t.Parallel()
+	for _, mode := range requestModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testChatForgedHistoryIsRefusedBeforeAnythingRuns(t, mode)
+		})
+	}
+}
+
+// fullHistoryOnly are forgeries of the list itself: a last-message request
+// holds one message, so it can neither add two nor leave the history out.
+var fullHistoryOnly = map[string]bool{"two new messages": true, "missing message": true}
+
+func testChatForgedHistoryIsRefusedBeforeAnythingRuns(t *testing.T, mode string) {
 	b := setup(t)
+	b.Mode = mode
 	res := b.chat(t, b.Token, body("conv-forge", userMsg("u1", "look up alpha")))
 	require.Equal(t, http.StatusOK, res.Status)
 	_, msgs := b.conversation(t, b.Token, "conv-forge")
@@ -186,8 +200,12 @@ func TestChatForgedHistoryIsRefusedBeforeAnythingRuns(t *testing.T) {
 		"two new messages": {msgs[0], msgs[1], userMsg("u2", "a"), userMsg("u3", "b")},
 		"missing message":  {userMsg("u2", "a")},
 		"assistant as new": {msgs[0], msgs[1], map[string]any{"id": "a9", "role": "assistant", "parts": []any{map[string]any{"type": "text", "text": "hi"}}}},
+		"a used id again":  {msgs[0], msgs[1], userMsg("u1", "the first id again")},
 	}
 	for name, list := range cases {
+		if mode == lastMessage && fullHistoryOnly[name] {
+			continue
+		}
 		res := b.chat(t, b.Token, body("conv-forge", list...))
 		require.Equal(t, http.StatusConflict, res.Status, "%s: %s", name, res.Body)
 		require.Equal(t, steploop.CodeTranscriptMismatch, problemCode(t, res.Body), name)
