@@ -300,4 +300,24 @@ let longConversation;
   log(`(h) ok: the next message was accepted ${waited} ms after the kill (lease ${leaseMs} ms)`);
 }
 
+// The head a replay begins with rebuilds a stored answer of every kind of
+// part exactly: the client resets the answer at the replay's start chunk
+// and holds the stored copy after the head (INVOICED_HEAD is
+// RunHead(INVOICED_HEAD_MESSAGE)). Its stale copy is replaced in place.
+{
+  const stored = JSON.parse(process.env.INVOICED_HEAD_MESSAGE);
+  const head = process.env.INVOICED_HEAD + 'data: [DONE]\n\n';
+  const user = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hi' }] };
+  const chat = new (class extends AbstractChat {})({
+    id: 'head',
+    state: new State([user, { id: stored.id, role: 'assistant', parts: [{ type: 'text', text: 'stale', state: 'streaming' }] }]),
+    transport: new DefaultChatTransport({ api: 'http://head.invalid/v1/chat', fetch: async () => new Response(head, { status: 200 }) }),
+    onError: () => {},
+  });
+  await chat.resumeStream();
+  assert.equal(chat.status, 'ready', String(chat.error));
+  assert.deepEqual(plain(chat.messages), [user, stored]);
+  log('head: ok');
+}
+
 console.log(JSON.stringify({ longConversation }));

@@ -554,3 +554,14 @@ func mustString(t *testing.T, raw []byte, key string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// otherClerk is a token of another clerk on b's database.
+func (b *bundle) otherClerk(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	u, err := identity.UserCreate(ctx, b.Pool, identity.UserCreateParams{Username: "other-" + uuid.NewString()[:8], Role: identity.RoleClerk})
+	require.NoError(t, err)
+	tok, err := identity.TokenCreate(ctx, b.Pool, u.ID, "test")
+	require.NoError(t, err)
+	return tok
+}

@@ -198,11 +198,14 @@ func TestE2ERunsWithTheAISDKClient(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "runs.e2e.mjs")
 	cmd.Dir = dir
+	rich, err := json.Marshal(richAnswer())
+	require.NoError(t, err)
 	cmd.Env = append(os.Environ(), "INVOICED_URL_A="+b.A, "INVOICED_URL_B="+b.B, "INVOICED_TOKEN="+b.Token, "INVOICED_OTHER_TOKEN="+b.Other,
+		"INVOICED_HEAD="+string(steploop.RunHead(richAnswer())), "INVOICED_HEAD_MESSAGE="+string(rich),
 		"INVOICED_REPLICA_URL="+replica, fmt.Sprintf("INVOICED_REPLICA_PID=%d", pid), fmt.Sprintf("INVOICED_LEASE_MS=%d", runsLimits.LeaseTTL.Milliseconds()))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err = cmd.Run()
 	t.Logf("report:\n%s", stderr.String())
 	require.NoError(t, err, "node runs.e2e.mjs failed:\nstdout: %s", stdout.String())
 
