@@ -68,3 +68,35 @@ func contextTail(ctx context.Context, db store.Executor, conversationID string, 
 		   AND position >= least((SELECT position FROM fits), (SELECT position FROM newest))
 		 ORDER BY position`, conversationID, budget)
 }
+
+// turnOpen stores user after last (of lease l's conversation), opens run
+// and reads the stored messages within budget before user, in one
+// statement whose commit does not wait for the disk.
+func turnOpen(ctx context.Context, db store.Executor, l *Lease, last lastStored, user Message, run runStart, budget int) ([]Message, error) {
+	parts, err := partsJSON(user)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := messageQuery(ctx, db, `
+		WITH async AS (
+			SELECT set_config('synchronous_commit', 'off', true)
+		), u AS (
+			INSERT INTO conversation_messages (conversation_id, position, id, role, parts, model_chars, chars_before)
+			SELECT $1, $2, $3, 'user', $4, $5, $6 FROM async
+		), r AS (
+			INSERT INTO chat_runs (id, conversation_id, message_id, position, lease_token, head)
+			SELECT $7, $1, $8, $2 + 1, $9, $10 FROM async
+		), fits AS (
+			SELECT m.position FROM conversation_messages m
+			 WHERE m.conversation_id = $1 AND m.chars_before >= $6 + $5 - $11 AND m.role = 'user'
+			 ORDER BY m.chars_before, m.position LIMIT 1
+		)
+		SELECT id, role, parts, metadata FROM conversation_messages
+		 WHERE conversation_id = $1 AND position >= coalesce((SELECT position FROM fits), $2)
+		 ORDER BY position`,
+		l.ID, last.pos+1, user.ID, parts, modelChars(user), last.end, run.ID, run.MessageID, l.token, string(run.Head), budget)
+	if store.IsUniqueViolation(err, "conversation_messages_id_key") {
+		return nil, mismatch("message id %q is already used in this conversation", user.ID)
+	}
+	return msgs, err
+}

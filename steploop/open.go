@@ -31,6 +31,11 @@ func (s *Service) open(ctx context.Context, in chatInput, p identity.Principal) 
 	if o, ok, err := s.openNew(ctx, in, p); ok || err != nil {
 		return o, err
 	}
+	if in.Last != nil && in.Last.Role == "user" {
+		if o, ok, err := s.openNextUser(ctx, in, p); ok || err != nil {
+			return o, err
+		}
+	}
 	return store.WithTxResult(ctx, s.cfg.DB, func(ctx context.Context, tx pgx.Tx) (opened, error) {
 		lease, err := ConversationAcquire(ctx, tx, in.ID, p.UserID, s.cfg.LeaseTTL)
 		if err != nil {
@@ -70,6 +75,59 @@ func (s *Service) openNew(ctx context.Context, in chatInput, p identity.Principa
 		return opened{}, false, err
 	}
 	return opened{lease: l, msgs: []Message{*d.NewUser, asst}, delta: d, run: run}, true, nil
+}
+
+// openNextUser opens a turn for a new user message sent alone (the common
+// turn in last-message mode) in two statements and no transaction, as
+// cheap whatever the conversation's length: the first takes the lease and
+// reads the last message, the second stores the message, opens the run
+// and reads the model's context. Neither waits for the disk (the run's
+// final write flushes them, as ConversationCreateWithMessage explains). A
+// refusal between them gives the lease back. ok is false, the lease given
+// back, when a dead run must be reaped first: the transaction path does.
+func (s *Service) openNextUser(ctx context.Context, in chatInput, p identity.Principal) (opened, bool, error) {
+	if _, err := ReconcileLast(nil, *in.Last, s.isFrontend); err != nil {
+		return opened{}, false, err
+	}
+	l, last, err := acquire(ctx, s.cfg.DB, in.ID, p.UserID, s.cfg.LeaseTTL, true)
+	if err != nil {
+		return opened{}, false, err
+	}
+	o, err := s.openTurn(ctx, l, last, *in.Last)
+	if err != nil || l.stale != uuid.Nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if rerr := ConversationRelease(rctx, s.cfg.DB, l); rerr != nil {
+			s.cfg.Log.Error("steploop: release conversation", "conversation", l.ID, "err", rerr)
+		}
+		return opened{}, false, err
+	}
+	return o, true, nil
+}
+
+// openTurn reconciles c with the last stored message and opens its turn.
+func (s *Service) openTurn(ctx context.Context, l *Lease, last lastStored, c clientMessage) (opened, error) {
+	if l.stale != uuid.Nil {
+		return opened{}, nil
+	}
+	d, err := ReconcileLast(last.msg, c, s.isFrontend)
+	if err != nil {
+		return opened{}, err
+	}
+	if last.pos+3 > s.cfg.MaxMessages {
+		return opened{}, tooManyMessages(s.cfg.MaxMessages)
+	}
+	asst := s.newAnswer()
+	run := runStart{ID: uuid.New(), MessageID: asst.ID, Position: last.pos + 2, Head: runHead(asst)}
+	tail, err := turnOpen(ctx, s.cfg.DB, l, last, *d.NewUser, run, s.cfg.ContextBudget)
+	if err != nil {
+		return opened{}, err
+	}
+	return opened{lease: l, msgs: append(tail, *d.NewUser, asst), delta: d, run: run}, nil
+}
+
+func tooManyMessages(max int) error {
+	return problem.Invalid("messages", "a conversation holds at most %d messages; start a new conversation", max)
 }
 
 // openFull reconciles a request holding the whole message list.
@@ -131,7 +189,7 @@ func (s *Service) openRun(ctx context.Context, tx pgx.Tx, l *Lease, n int, last 
 	)
 	if d.NewUser != nil {
 		if n+2 > s.cfg.MaxMessages {
-			return opened{}, problem.Invalid("messages", "a conversation holds at most %d messages; start a new conversation", s.cfg.MaxMessages)
+			return opened{}, tooManyMessages(s.cfg.MaxMessages)
 		}
 		if err := MessagePut(ctx, tx, l.ID, n, *d.NewUser); err != nil {
 			return opened{}, err

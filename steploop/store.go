@@ -54,44 +54,85 @@ type Lease struct {
 // the conversation left unended (Lease.stale), which the caller reaps
 // before it goes on.
 func ConversationAcquire(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration) (*Lease, error) {
+	l, _, err := acquire(ctx, db, id, owner, ttl, false)
+	return l, err
+}
+
+// lastStored is a conversation's last message, as the statement taking
+// its lease read it: pos -1 when it has none; end is what every message
+// adds to the model's context.
+type lastStored struct {
+	msg *Message
+	pos int
+	end int64
+}
+
+// acquire is ConversationAcquire that also reads the conversation's last
+// message; with async, its commit does not wait for the disk (see
+// ConversationCreateWithMessage: outside a transaction only).
+func acquire(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration, async bool) (*Lease, lastStored, error) {
+	last := lastStored{pos: -1}
 	if !idRE.MatchString(id) {
-		return nil, problem.Invalid("id", "must be 1–128 letters, digits, '_' or '-'")
+		return nil, last, problem.Invalid("id", "must be 1–128 letters, digits, '_' or '-'")
+	}
+	var off *string
+	if async {
+		o := "off"
+		off = &o
 	}
 	token := uuid.New()
-	var l Lease
-	var stale *uuid.UUID
+	var (
+		l               Lease
+		stale           *uuid.UUID
+		pos             *int
+		end             *int64
+		m               Message
+		parts, metadata []byte
+	)
 	err := db.QueryRow(ctx, `
-		WITH c AS (
+		WITH async AS (
+			SELECT set_config('synchronous_commit', coalesce($5::text, current_setting('synchronous_commit')), true)
+		), c AS (
 			INSERT INTO conversations (id, owner_id, busy_token, busy_until)
-			VALUES ($1, $2, $3, now() + $4::interval)
+			SELECT $1, $2, $3, now() + $4::interval FROM async
 			ON CONFLICT (id) DO UPDATE
 			   SET busy_token = EXCLUDED.busy_token, busy_until = EXCLUDED.busy_until, updated_at = now()
 			 WHERE conversations.owner_id = EXCLUDED.owner_id
 			   AND (conversations.busy_until IS NULL OR conversations.busy_until < now())
 			RETURNING id, owner_id, created_at, updated_at, xmax = 0 AS created
+		), last AS (
+			SELECT position, chars_before + model_chars AS end_chars, id, role, parts, metadata FROM conversation_messages
+			 WHERE conversation_id = $1 ORDER BY position DESC LIMIT 1
 		)
-		SELECT id, owner_id, created_at, updated_at, created,
+		SELECT c.id, c.owner_id, c.created_at, c.updated_at, c.created,
 		       (SELECT r.id FROM chat_runs r WHERE r.conversation_id = c.id AND r.ended_at IS NULL
-		         ORDER BY r.started_at DESC LIMIT 1)
-		  FROM c`,
-		id, owner, token, interval(ttl),
-	).Scan(&l.ID, &l.OwnerID, &l.CreatedAt, &l.UpdatedAt, &l.created, &stale)
+		         ORDER BY r.started_at DESC LIMIT 1),
+		       last.position, last.end_chars, coalesce(last.id, ''), coalesce(last.role, ''), last.parts, last.metadata
+		  FROM c LEFT JOIN last ON true`,
+		id, owner, token, interval(ttl), off,
+	).Scan(&l.ID, &l.OwnerID, &l.CreatedAt, &l.UpdatedAt, &l.created, &stale, &pos, &end, &m.ID, &m.Role, &parts, &metadata)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var other uuid.UUID
 		err := db.QueryRow(ctx, `SELECT owner_id FROM conversations WHERE id = $1`, id).Scan(&other)
 		if err != nil || other != owner {
-			return nil, problem.NotFound("conversation")
+			return nil, last, problem.NotFound("conversation")
 		}
-		return nil, problem.Conflict(CodeConversationBusy, "another request is running this conversation; retry when it has finished")
+		return nil, last, problem.Conflict(CodeConversationBusy, "another request is running this conversation; retry when it has finished")
 	}
 	if err != nil {
-		return nil, store.MapError(err, "conversation")
+		return nil, last, store.MapError(err, "conversation")
 	}
 	l.token = token
 	if stale != nil {
 		l.stale = *stale
 	}
-	return &l, nil
+	if pos != nil {
+		if err := m.decode(parts, metadata); err != nil {
+			return nil, last, err
+		}
+		last = lastStored{msg: &m, pos: *pos, end: *end}
+	}
+	return &l, last, nil
 }
 
 // interval is d as a PostgreSQL interval.
