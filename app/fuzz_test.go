@@ -87,6 +87,10 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/invoices", idNone},
 	{"GET", "/invoices/{}", idInvoice},
 	{"GET", "/static/{}", idStatic},
+	// Appended, so the stored corpus keeps naming the routes it named.
+	{"GET", "/v1/chat/{}/stream", idConversation},
+	{"POST", "/v1/chat/{}/stop", idConversation},
+	{"GET", "/v1/conversations", idNone},
 }
 
 // fuzzInput is one fuzzed request.

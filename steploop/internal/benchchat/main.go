@@ -20,7 +20,10 @@
 // DATABASE), BENCH_DURATION (per level, side and round, default 5s),
 // BENCH_ROUNDS (default 3), BENCH_LEVELS (concurrency levels, default
 // "1,8,32"), BENCH_PEER=off (measure invoiced alone, while working on it),
-// REDIS_URL (the resumable peer's, default redis://127.0.0.1:6379).
+// REDIS_URL (the resumable peer's, default redis://127.0.0.1:6379),
+// BENCH_SERVER_ENV (space-separated KEY=VALUE settings added to
+// invoiced's environment, e.g. INVOICED_PPROF_ADDR=127.0.0.1:6060 to
+// profile it).
 //
 // All servers run for the whole benchmark and are measured in alternating
 // rounds at each level (ours, then the peers; then the other way round),
@@ -103,7 +106,7 @@ func runChat() error {
 	if err != nil {
 		return err
 	}
-	env, err := newBenchEnv(s.admin, "")
+	env, err := newBenchEnv(s.admin)
 	if err != nil {
 		return err
 	}

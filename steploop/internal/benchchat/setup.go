@@ -80,6 +80,7 @@ func (e *benchEnv) serve(ctx context.Context, serverEnv []string) error {
 	e.srv = exec.Command(bin, "serve")
 	e.srv.Env = append(append(os.Environ(), "DATABASE_URL="+e.dbURL, "INVOICED_ADDR=127.0.0.1:"+port,
 		"INVOICED_MODEL_PROVIDER=scripted", "INVOICED_MODEL_SCRIPT="+scriptPath, "INVOICED_LOG_LEVEL=warn"), serverEnv...)
+	e.srv.Env = append(e.srv.Env, strings.Fields(os.Getenv("BENCH_SERVER_ENV"))...)
 	e.srv.Stdout, e.srv.Stderr = io.Discard, os.Stderr
 	if err := e.srv.Start(); err != nil {
 		return err
