@@ -2,6 +2,7 @@ package steploop
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/invoiced/invoiced/store"
 )
@@ -51,7 +52,7 @@ func budgetTail(msgs []Message, budget int) []Message {
 // the newest user message), found by an index range scan over the stored
 // running totals, so its cost does not grow with the conversation.
 func contextTail(ctx context.Context, db store.Executor, conversationID string, budget int) ([]Message, error) {
-	return messageQuery(ctx, db, `
+	return contextQuery(ctx, db, `
 		WITH total AS (
 			SELECT chars_before + model_chars AS n FROM conversation_messages
 			 WHERE conversation_id = $1 ORDER BY position DESC LIMIT 1
@@ -63,10 +64,65 @@ func contextTail(ctx context.Context, db store.Executor, conversationID string, 
 			SELECT position FROM conversation_messages
 			 WHERE conversation_id = $1 AND role = 'user' ORDER BY position DESC LIMIT 1
 		)
-		SELECT id, role, parts, metadata FROM conversation_messages
-		 WHERE conversation_id = $1
-		   AND position >= least((SELECT position FROM fits), (SELECT position FROM newest))
-		 ORDER BY position`, conversationID, budget)
+		`+contextSelect+`
+		 WHERE m.conversation_id = $1
+		   AND m.position >= least((SELECT position FROM fits), (SELECT position FROM newest))
+		 ORDER BY m.position, p.ord`, conversationID, budget)
+}
+
+// contextSelect reads messages for the model's context only: each part's
+// members that Transcript reads, taken out of the stored jsonb by
+// PostgreSQL, a row per part. Nothing is parsed as JSON here, whatever
+// the context's size; the messages it gives are not a client's copy
+// (confirmations and data parts are left out).
+const contextSelect = `
+		SELECT m.position, m.id, m.role, p.type, p.text, p."toolCallId", p.input::text, p.output::text, p.state, p."errorText", p.x_model_result::text
+		  FROM conversation_messages m
+		  LEFT JOIN LATERAL ROWS FROM (jsonb_to_recordset(m.parts) AS (type text, text text, "toolCallId" text, input jsonb,
+		       output jsonb, state text, "errorText" text, x_model_result jsonb)) WITH ORDINALITY
+		       AS p(type, text, "toolCallId", input, output, state, "errorText", x_model_result, ord) ON true`
+
+// contextQuery runs a query of contextSelect's columns, ordered by message
+// and part, and gathers its messages.
+func contextQuery(ctx context.Context, db store.Executor, sql string, args ...any) ([]Message, error) {
+	rows, err := db.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, store.MapError(err, "messages")
+	}
+	defer rows.Close()
+	var (
+		msgs []Message
+		last = -1
+	)
+	for rows.Next() {
+		var (
+			pos                             int
+			id, role                        string
+			typ, text, call, state, errText *string
+			input, output, modelResult      *string
+		)
+		if err := rows.Scan(&pos, &id, &role, &typ, &text, &call, &input, &output, &state, &errText, &modelResult); err != nil {
+			return nil, store.MapError(err, "messages")
+		}
+		if pos != last {
+			msgs = append(msgs, Message{ID: id, Role: role, Parts: []Part{}})
+			last = pos
+		}
+		if typ == nil {
+			continue
+		}
+		m := &msgs[len(msgs)-1]
+		m.Parts = append(m.Parts, Part{Type: *typ, Text: text, ToolCallID: deref(call), State: deref(state), ErrorText: deref(errText),
+			Input: rawOrNil(input), Output: rawOrNil(output), ModelResult: rawOrNil(modelResult)})
+	}
+	return msgs, store.MapError(rows.Err(), "messages")
+}
+
+func rawOrNil(s *string) json.RawMessage {
+	if s == nil {
+		return nil
+	}
+	return json.RawMessage(*s)
 }
 
 // turnOpen stores user after last (of lease l's conversation), opens run
@@ -77,7 +133,7 @@ func turnOpen(ctx context.Context, db store.Executor, l *Lease, last lastStored,
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := messageQuery(ctx, db, `
+	msgs, err := contextQuery(ctx, db, `
 		WITH async AS (
 			SELECT set_config('synchronous_commit', 'off', true)
 		), u AS (
@@ -91,9 +147,9 @@ func turnOpen(ctx context.Context, db store.Executor, l *Lease, last lastStored,
 			 WHERE m.conversation_id = $1 AND m.chars_before >= $6 + $5 - $11 AND m.role = 'user'
 			 ORDER BY m.chars_before, m.position LIMIT 1
 		)
-		SELECT id, role, parts, metadata FROM conversation_messages
-		 WHERE conversation_id = $1 AND position >= coalesce((SELECT position FROM fits), $2)
-		 ORDER BY position`,
+		`+contextSelect+`
+		 WHERE m.conversation_id = $1 AND m.position >= coalesce((SELECT position FROM fits), $2)
+		 ORDER BY m.position, p.ord`,
 		l.ID, last.pos+1, user.ID, parts, modelChars(user), last.end, run.ID, run.MessageID, l.token, string(run.Head), budget)
 	if store.IsUniqueViolation(err, "conversation_messages_id_key") {
 		return nil, mismatch("message id %q is already used in this conversation", user.ID)

@@ -418,7 +418,7 @@ func setup(t *testing.T) *bundle {
 
 // startService builds the step loop from cfg and starts its listener
 // (when cfg.Listen is set) for the test's duration.
-func startService(t *testing.T, cfg steploop.Config) *steploop.Service {
+func startService(t testing.TB, cfg steploop.Config) *steploop.Service {
 	t.Helper()
 	svc, err := steploop.New(cfg)
 	require.NoError(t, err)

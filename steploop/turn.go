@@ -258,11 +258,15 @@ func textFinishReason(provider string) string {
 }
 
 func (t *turn) steps() {
+	// The messages before the answer do not change during the run: their
+	// transcript is built once.
+	earlier := Transcript(t.msgs[:t.ai])
 	for step := 0; step < t.s.cfg.MaxSteps; step++ {
 		if t.notRun() != nil {
 			return
 		}
-		req := model.Request{System: t.s.cfg.System, Messages: Transcript(t.msgs), Tools: t.s.modelTools}
+		msgs := append(earlier[:len(earlier):len(earlier)], Transcript(t.msgs[t.ai:])...)
+		req := model.Request{System: t.s.cfg.System, Messages: msgs, Tools: t.s.modelTools}
 		t.out.send(chunk{"type": "start-step"})
 		a := t.asst()
 		a.Parts = append(a.Parts, Part{Type: "step-start"})

@@ -52,7 +52,7 @@ func registryWith(name string, risk capability.Risk, h func(context.Context, cap
 // setupWithConfig serves the chat routes with cfg, its database, log,
 // tools (none, unless given) and frontend tools filled in, and a clerk's
 // token.
-func setupWithConfig(t *testing.T, cfg steploop.Config) *bundle {
+func setupWithConfig(t testing.TB, cfg steploop.Config) *bundle {
 	t.Helper()
 	pool := storetest.Pool(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
