@@ -214,6 +214,23 @@ func TestE2ERunsWithTheAISDKClient(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &out), stdout.String())
 	b.requireBoundedContext(t, out.LongConversation)
+	b.requireNoReasoningSentBack(t)
+}
+
+// requireNoReasoningSentBack checks case (f) from the model's side: the
+// step after the call read its result, and none of the reasoning the
+// model streamed was sent back to it.
+func (b *runsBundle) requireNoReasoningSentBack(t *testing.T) {
+	t.Helper()
+	readResult := false
+	for _, r := range b.Model.Requests() {
+		for _, m := range r.Messages {
+			s, _ := m.Content.(string)
+			require.NotContains(t, s, "Let me look it up.", "reasoning is not sent back to the model")
+			readResult = readResult || strings.Contains(s, "v-beta")
+		}
+	}
+	require.True(t, readResult, "the step after the call read its result")
 }
 
 // requireBoundedContext checks case (d) from the model's side: the last
