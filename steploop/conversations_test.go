@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -21,15 +20,8 @@ import (
 // list reads GET /v1/conversations with query q as token.
 func (b *bundle) list(t *testing.T, token string, q url.Values) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, b.URL+"/v1/conversations?"+q.Encode(), nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, raw
+	res := b.call(t, http.MethodGet, "/v1/conversations?"+q.Encode(), token)
+	return res.Status, res.Body
 }
 
 // An owner's conversations, newest first, in keyset pages, each titled by

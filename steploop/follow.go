@@ -15,9 +15,8 @@ import (
 // second is as late as a reader may fall behind the writer's 10 ms
 // flushes before the answer visibly stutters).
 const (
-	followPoll       = time.Second
-	followPollNoHub  = 250 * time.Millisecond
-	followCredential = DefaultCredentialMaxAge
+	followPoll      = time.Second
+	followPollNoHub = 250 * time.Millisecond
 )
 
 // Resume answers GET /v1/chat/{id}/stream (ai@7's resume: true): the
@@ -27,19 +26,12 @@ const (
 // chat mounting) and another owner's are all 204, alike, so a client
 // mounts cleanly and nothing is disclosed.
 func (s *Service) Resume(c echo.Context) error {
-	p, err := identity.RequestPrincipal(c)
-	if err != nil {
+	p, id, woken, unsubscribe, err := s.runRoute(c)
+	if err != nil || id == "" {
 		return err
 	}
-	id := c.Param("id")
-	if !idRE.MatchString(id) {
-		return c.NoContent(http.StatusNoContent)
-	}
-	ctx := c.Request().Context()
-	// Subscribed before the run is read, so no batch logged after the
-	// read goes unnoticed.
-	woken, unsubscribe := s.hub.subscribe(id)
 	defer unsubscribe()
+	ctx := c.Request().Context()
 	run, err := runFollow(ctx, s.cfg.DB, id, p.UserID, s.cfg.ReplayWindow)
 	if err != nil {
 		return err
@@ -64,6 +56,24 @@ func (s *Service) Resume(c echo.Context) error {
 	}
 	f.follow()
 	return nil
+}
+
+// runRoute is the preamble of the run routes: the principal, and the
+// conversation id from the path with a subscription to its run's
+// notifications, made before the run is read so that nothing logged after
+// the read goes unnoticed. An id no conversation can have is answered 204
+// here (id ""), as for one with no run.
+func (s *Service) runRoute(c echo.Context) (identity.Principal, string, <-chan struct{}, func(), error) {
+	p, err := identity.RequestPrincipal(c)
+	if err != nil {
+		return p, "", nil, nil, err
+	}
+	id := c.Param("id")
+	if !idRE.MatchString(id) {
+		return p, "", nil, nil, c.NoContent(http.StatusNoContent)
+	}
+	woken, unsubscribe := s.hub.subscribe(id)
+	return p, id, woken, unsubscribe, nil
 }
 
 // follower copies one run's log to one reader.
@@ -120,7 +130,7 @@ func (f *follower) follow() {
 		case <-f.woken:
 		case <-tick.C:
 		}
-		if time.Since(checked) > followCredential {
+		if time.Since(checked) > f.s.cfg.CredentialMaxAge {
 			if err := identity.Recheck(f.ctx); err != nil {
 				f.end("Your credentials are no longer valid (token revoked, user disabled or role changed); sign in again to continue.")
 				return

@@ -14,22 +14,29 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// resume reads GET /v1/chat/{id}/stream as token to its end.
-func (b *bundle) resume(t *testing.T, token, id string) chatResult {
+// call sends a bodiless request to path as token and reads the answer
+// whole (within 20 s).
+func (b *bundle) call(t *testing.T, method, path, token string) chatResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.URL+"/v1/chat/"+id+"/stream", nil)
+	req, err := http.NewRequestWithContext(ctx, method, b.URL+path, nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err, "the replay was not read whole: %s", raw)
-	res := chatResult{Status: resp.StatusCode, Header: resp.Header, Body: raw}
-	if resp.StatusCode == http.StatusOK {
-		res.Chunks, res.Done = parseSSE(t, raw)
+	require.NoError(t, err, "the answer was not read whole: %s", raw)
+	return chatResult{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+}
+
+// resume reads GET /v1/chat/{id}/stream as token to its end.
+func (b *bundle) resume(t *testing.T, token, id string) chatResult {
+	t.Helper()
+	res := b.call(t, http.MethodGet, "/v1/chat/"+id+"/stream", token)
+	if res.Status == http.StatusOK {
+		res.Chunks, res.Done = parseSSE(t, res.Body)
 	}
 	return res
 }

@@ -224,10 +224,3 @@ func (s *sse) end(store func(buffered []byte) []byte) {
 
 // close hands w back without a final batch (tests of the buffer alone).
 func (s *sse) close() { s.end(func(b []byte) []byte { return b }) }
-
-// clientErr is the client's first failed write, or nil.
-func (s *sse) clientErr() error {
-	s.sending.Lock()
-	defer s.sending.Unlock()
-	return s.err
-}

@@ -97,6 +97,13 @@ func TestSSELeavesTheResponseAloneAfterClose(t *testing.T) {
 	}
 }
 
+// clientErr is s's client's first failed write, or nil.
+func clientErr(s *sse) error {
+	s.sending.Lock()
+	defer s.sending.Unlock()
+	return s.err
+}
+
 // panicFlusher is a writer that claims to flush and panics doing so, as
 // echo.Response does over a writer that cannot.
 type panicFlusher struct{ *httptest.ResponseRecorder }
@@ -134,11 +141,11 @@ func TestSSEWriteToAClientThatStopsReadingFails(t *testing.T) {
 		s.writeTimeout = 200 * time.Millisecond
 		defer s.close()
 		big := strings.Repeat("x", 64<<10)
-		for i := 0; i < 4096 && s.clientErr() == nil; i++ { // up to 256 MiB: more than any socket buffer
+		for i := 0; i < 4096 && clientErr(s) == nil; i++ { // up to 256 MiB: more than any socket buffer
 			s.send(chunk{"type": "text-delta", "delta": big})
 			_ = s.flushWith(func([]byte) error { return nil })
 		}
-		done <- s.clientErr()
+		done <- clientErr(s)
 	}))
 	defer srv.Close()
 	conn, err := net.Dial("tcp", srv.Listener.Addr().String())

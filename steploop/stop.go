@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/invoiced/invoiced/identity"
 	"github.com/labstack/echo/v4"
 )
 
@@ -32,17 +31,12 @@ type StopResult struct {
 // after stopWait, 204 when nothing runs (or the conversation is unknown or
 // another owner's).
 func (s *Service) Stop(c echo.Context) error {
-	p, err := identity.RequestPrincipal(c)
-	if err != nil {
+	p, id, woken, unsubscribe, err := s.runRoute(c)
+	if err != nil || id == "" {
 		return err
 	}
-	id := c.Param("id")
-	if !idRE.MatchString(id) {
-		return c.NoContent(http.StatusNoContent)
-	}
-	ctx := c.Request().Context()
-	woken, unsubscribe := s.hub.subscribe(id)
 	defer unsubscribe()
+	ctx := c.Request().Context()
 	run, msgID, err := runStopRequest(ctx, s.cfg.DB, id, p.UserID)
 	if err != nil {
 		return err

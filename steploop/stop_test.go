@@ -3,7 +3,6 @@ package steploop_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -60,15 +59,8 @@ func (b *bundle) leaveMidText(t *testing.T, id, text string) {
 // stop posts POST /v1/chat/{id}/stop as token and returns its status.
 func (b *bundle) stop(t *testing.T, token, id string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, b.URL+"/v1/chat/"+id+"/stop", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, raw
+	res := b.call(t, http.MethodPost, "/v1/chat/"+id+"/stop", token)
+	return res.Status, res.Body
 }
 
 // The stop route ends a run whose client went away: the model call is
