@@ -30,7 +30,7 @@ func runInsert(ctx context.Context, db store.Executor, l *Lease, run runStart) e
 
 // runLog is a turn's batchLog: each batch is one statement appending it to
 // the run's log, waking its followers. seq is the next batch's number; it
-// is used under the stream's sending lock only.
+// is used under the stream's logging lock only.
 type runLog struct {
 	s     *Service
 	run   uuid.UUID

@@ -40,8 +40,10 @@ type batchLog interface {
 // failed write (the client went away or stopped reading) the client is
 // written no more; the run goes on and the log gets every batch.
 //
-// The timer's flush runs on its own goroutine: mu guards the buffer,
-// sending orders batches (log, then client) and is held while one leaves.
+// The timer's flush runs on its own goroutine: mu guards the buffer;
+// logging orders the batches into the log and writing orders them to the
+// client, taken hand over hand, so a batch is logged while the one before
+// it is still being written to a slow client.
 type sse struct {
 	mu     sync.Mutex
 	buf    []byte // written and not yet logged nor sent
@@ -50,7 +52,8 @@ type sse struct {
 	timer  *time.Timer
 	delay  time.Duration // FlushDelay; tests set their own
 
-	sending sync.Mutex
+	logging sync.Mutex
+	writing sync.Mutex
 	log     batchLog // nil: the stream is not logged
 	w       http.ResponseWriter
 	f       http.Flusher
@@ -114,8 +117,10 @@ func (s *sse) write(b []byte) {
 // clientOnly writes b to the client alone, ahead of everything buffered:
 // the start chunk of a run, which the log holds in its head instead.
 func (s *sse) clientOnly(b []byte) {
-	s.sending.Lock()
-	defer s.sending.Unlock()
+	s.logging.Lock()
+	s.writing.Lock()
+	s.logging.Unlock()
+	defer s.writing.Unlock()
 	s.toClient(b, false)
 }
 
@@ -136,20 +141,29 @@ func (s *sse) flushSoon() {
 }
 
 func (s *sse) timedFlush() {
-	s.sending.Lock()
-	defer s.sending.Unlock()
+	s.logging.Lock()
 	s.mu.Lock()
 	s.armed = false
 	b := s.take()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed || len(b) == 0 {
+		s.logging.Unlock()
 		return
 	}
 	if s.log != nil {
 		s.log.append(b)
 	}
-	s.toClient(b, true)
+	s.deliver(b, true)
+}
+
+// deliver writes a logged batch to the client in its turn; s.logging is
+// held, and is released once the batch's turn to be written has come.
+func (s *sse) deliver(b []byte, flush bool) {
+	s.writing.Lock()
+	s.logging.Unlock()
+	defer s.writing.Unlock()
+	s.toClient(b, flush)
 }
 
 // take empties the buffer; s.mu is held.
@@ -163,18 +177,17 @@ func (s *sse) take() []byte {
 // another write of the run's (the mid-run save) in one statement, then to
 // the client. A timed flush in progress finishes first.
 func (s *sse) flushWith(store func(batch []byte) error) error {
-	s.sending.Lock()
-	defer s.sending.Unlock()
+	s.logging.Lock()
 	s.mu.Lock()
 	b := s.take()
 	s.mu.Unlock()
 	err := store(b)
-	s.toClient(b, true)
+	s.deliver(b, true)
 	return err
 }
 
 // toClient writes b to the client, flushed or left for the next write;
-// s.sending is held.
+// s.writing is held.
 func (s *sse) toClient(b []byte, flush bool) {
 	if s.err != nil || len(b) == 0 {
 		return
@@ -207,8 +220,7 @@ func (s *sse) deadline() { _ = s.rc.SetWriteDeadline(time.Now().Add(s.writeTimeo
 // buffered bytes, then the run's closing chunks); that goes to the client
 // and w is handed back: nothing is written to it afterwards.
 func (s *sse) end(store func(buffered []byte) []byte) {
-	s.sending.Lock()
-	defer s.sending.Unlock()
+	s.logging.Lock()
 	s.mu.Lock()
 	s.closed = true
 	if s.timer != nil {
@@ -216,7 +228,9 @@ func (s *sse) end(store func(buffered []byte) []byte) {
 	}
 	b := s.take()
 	s.mu.Unlock()
-	s.toClient(store(b), false)
+	s.deliver(store(b), false)
+	s.writing.Lock()
+	defer s.writing.Unlock()
 	// The server sets no deadline per request, so one left here would cut
 	// the next request on this connection (a long poll, say).
 	_ = s.rc.SetWriteDeadline(time.Time{})

@@ -99,8 +99,8 @@ func TestSSELeavesTheResponseAloneAfterClose(t *testing.T) {
 
 // clientErr is s's client's first failed write, or nil.
 func clientErr(s *sse) error {
-	s.sending.Lock()
-	defer s.sending.Unlock()
+	s.writing.Lock()
+	defer s.writing.Unlock()
 	return s.err
 }
 
@@ -120,8 +120,8 @@ func TestSSETimedFlushSurvivesAWriterThatCannotFlush(t *testing.T) {
 	s.send(chunk{"type": "start"})
 	s.flushSoon()
 	require.Eventually(t, func() bool {
-		s.sending.Lock()
-		defer s.sending.Unlock()
+		s.writing.Lock()
+		defer s.writing.Unlock()
 		return s.f == nil
 	}, time.Second, time.Millisecond)
 	s.send(chunk{"type": "finish"})
