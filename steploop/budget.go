@@ -3,6 +3,7 @@ package steploop
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/invoiced/invoiced/store"
 )
@@ -76,53 +77,54 @@ func contextTail(ctx context.Context, db store.Executor, conversationID string, 
 // the context's size; the messages it gives are not a client's copy
 // (confirmations and data parts are left out).
 const contextSelect = `
-		SELECT m.position, m.id, m.role, p.type, p.text, p."toolCallId", p.input::text, p.output::text, p.state, p."errorText", p.x_model_result::text
+		SELECT m.id, m.role, p.type, p.text, p."toolCallId", p.input::text, p.output::text, p.state, p."errorText", p.x_model_result::text
 		  FROM conversation_messages m
 		  LEFT JOIN LATERAL ROWS FROM (jsonb_to_recordset(m.parts) AS (type text, text text, "toolCallId" text, input jsonb,
 		       output jsonb, state text, "errorText" text, x_model_result jsonb)) WITH ORDINALITY
 		       AS p(type, text, "toolCallId", input, output, state, "errorText", x_model_result, ord) ON true`
 
 // contextQuery runs a query of contextSelect's columns, ordered by message
-// and part, and gathers its messages.
+// and part, and gathers its messages. Every column is text, so each row's
+// values are taken as they arrive, without a scan plan per value: a
+// context of a few hundred parts is read at a few µs a part.
 func contextQuery(ctx context.Context, db store.Executor, sql string, args ...any) ([]Message, error) {
 	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, store.MapError(err, "messages")
 	}
 	defer rows.Close()
-	var (
-		msgs []Message
-		last = -1
-	)
+	var msgs []Message
 	for rows.Next() {
-		var (
-			pos                             int
-			id, role                        string
-			typ, text, call, state, errText *string
-			input, output, modelResult      *string
-		)
-		if err := rows.Scan(&pos, &id, &role, &typ, &text, &call, &input, &output, &state, &errText, &modelResult); err != nil {
-			return nil, store.MapError(err, "messages")
+		v := rows.RawValues()
+		if len(v) != 10 {
+			return nil, fmt.Errorf("context query: %d columns", len(v))
 		}
-		if pos != last {
-			msgs = append(msgs, Message{ID: id, Role: role, Parts: []Part{}})
-			last = pos
+		// A message's parts arrive together; ids are unique in a
+		// conversation.
+		if id := string(v[0]); len(msgs) == 0 || msgs[len(msgs)-1].ID != id {
+			msgs = append(msgs, Message{ID: id, Role: string(v[1]), Parts: []Part{}})
 		}
-		if typ == nil {
+		if v[2] == nil {
 			continue
 		}
 		m := &msgs[len(msgs)-1]
-		m.Parts = append(m.Parts, Part{Type: *typ, Text: text, ToolCallID: deref(call), State: deref(state), ErrorText: deref(errText),
-			Input: rawOrNil(input), Output: rawOrNil(output), ModelResult: rawOrNil(modelResult)})
+		p := Part{Type: string(v[2]), ToolCallID: string(v[4]), State: string(v[7]), ErrorText: string(v[8]),
+			Input: rawOrNil(v[5]), Output: rawOrNil(v[6]), ModelResult: rawOrNil(v[9])}
+		if v[3] != nil {
+			p.Text = strPtr(string(v[3]))
+		}
+		m.Parts = append(m.Parts, p)
 	}
 	return msgs, store.MapError(rows.Err(), "messages")
 }
 
-func rawOrNil(s *string) json.RawMessage {
-	if s == nil {
+// rawOrNil is a row value as JSON text (copied: pgx reuses its buffer),
+// nil for NULL.
+func rawOrNil(b []byte) json.RawMessage {
+	if b == nil {
 		return nil
 	}
-	return json.RawMessage(*s)
+	return json.RawMessage(append([]byte(nil), b...))
 }
 
 // turnOpen stores user after last (of lease l's conversation), opens run

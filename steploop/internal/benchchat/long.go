@@ -23,7 +23,9 @@ import (
 // rounds.
 //
 // Settings besides bench-chat's: BENCH_LONG_TURNS (turns per phase and
-// round, default 400), BENCH_LONG_CONC (concurrency, default 4),
+// round, default 1000), BENCH_LONG_CONC (concurrency, default 1: p50 is
+// then what a turn takes, not how long it queued behind others on two
+// cores),
 // BENCH_CONTEXT_BUDGET (INVOICED_CHAT_CONTEXT_BUDGET of the server, in
 // bytes; default the server's own).
 const longAt = 400
@@ -33,11 +35,11 @@ func runLong() error {
 	if err != nil {
 		return err
 	}
-	turns, err := intSetting("BENCH_LONG_TURNS", 400)
+	turns, err := intSetting("BENCH_LONG_TURNS", 1000)
 	if err != nil {
 		return err
 	}
-	conc, err := intSetting("BENCH_LONG_CONC", 4)
+	conc, err := intSetting("BENCH_LONG_CONC", 1)
 	if err != nil {
 		return err
 	}
