@@ -27,7 +27,10 @@ import (
 // then what a turn takes, not how long it queued behind others on two
 // cores),
 // BENCH_CONTEXT_BUDGET (INVOICED_CHAT_CONTEXT_BUDGET of the server, in
-// bytes; default the server's own).
+// bytes; default 8000, so that the turn at message 400 reads and sends its
+// newest dozen turns, as a turn of any conversation longer than that
+// does; "server" leaves the server's default of 200,000, within which this
+// whole conversation fits and is read and sent every turn).
 const longAt = 400
 
 func runLong() error {
@@ -45,10 +48,14 @@ func runLong() error {
 	}
 	var serverEnv []string
 	budget := os.Getenv("BENCH_CONTEXT_BUDGET")
-	if budget != "" {
+	switch budget {
+	case "server":
+		budget = "the server's default"
+	case "":
+		budget = "8000"
+		fallthrough
+	default:
 		serverEnv = append(serverEnv, "INVOICED_CHAT_CONTEXT_BUDGET="+budget)
-	} else {
-		budget = "the default"
 	}
 	env, err := newBenchEnv(s.admin, serverEnv...)
 	if err != nil {
