@@ -1,5 +1,5 @@
 -- +goose Up
--- Chat runs that outlive their request (ADR-0012). A run's chunks go to a
+-- Chat runs that outlive their request (ADR-0017). A run's chunks go to a
 -- log that GET /v1/chat/{id}/stream replays and follows from any replica.
 -- The log is transient: the transcript (conversation_messages) is the
 -- durable record, so both tables are UNLOGGED: no WAL, no disk flush per

@@ -1,7 +1,7 @@
 // Package steploop is the step loop of ADR-0002: POST /v1/chat starts a
 // run of model steps and tool calls for the chat user's principal and
 // streams it as a UI message stream; the run goes on to its end whether or
-// not its client stays (ADR-0012), GET /v1/chat/{id}/stream replays and
+// not its client stays (ADR-0017), GET /v1/chat/{id}/stream replays and
 // follows it from any replica and POST /v1/chat/{id}/stop ends it.
 // GET /v1/conversations lists the stored transcripts and
 // GET /v1/conversations/{id} returns one.

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A client that goes away leaves its run going (ADR-0012): the answer is
+// A client that goes away leaves its run going (ADR-0017): the answer is
 // written to its end and stored, as a reload will show it.
 func TestChatDisconnectLeavesTheRunGoing(t *testing.T) {
 	t.Parallel()

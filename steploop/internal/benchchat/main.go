@@ -7,7 +7,7 @@
 // same query, plain (server.mjs) and made resumable the documented way,
 // with resumable-stream over Redis (resumable.mjs). It prints requests/s,
 // p50/p99 latency and peak RSS of each server, and the ratios. Every run of
-// ours is logged (ADR-0012), as in production.
+// ours is logged (ADR-0017), as in production.
 //
 // bench-chat-long (`benchchat long`): a turn at message 400 of a
 // conversation against a turn at message 2 (a new conversation) and at
