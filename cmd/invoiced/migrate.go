@@ -75,6 +75,11 @@ func cmdMigrate(ctx context.Context, e env, args []string, stdout, stderr io.Wri
 			}
 			fmt.Fprintf(stdout, "%-40s %s\n", s.Source.Path, applied)
 		}
+		applied, bundled, err := migrations.RiverVersions(ctx, e.get("DATABASE_URL", ""))
+		if err != nil {
+			return fmt.Errorf("migrate status: %w", err)
+		}
+		fmt.Fprintf(stdout, "river schema: version %d of %d (the river_* migrations above)\n", applied, bundled)
 	case "version":
 		v, err := p.GetDBVersion(ctx)
 		if err != nil {
