@@ -7,14 +7,13 @@ package app
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
-	"github.com/invoiced/invoiced/idempotency"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/web"
@@ -57,8 +56,10 @@ type App struct {
 	approvalGate *approvals.Gate
 	approvalSvc  *approvals.Service
 	approvalHub  *approvals.Hub
-	stopSweeps   context.CancelFunc
-	sweeps       sync.WaitGroup
+
+	events     *outbox.Emitter
+	riverPool  *pgxpool.Pool
+	background *outbox.Runner
 
 	caps     *capability.Registry
 	invoices *invoices.Service
@@ -68,12 +69,16 @@ type App struct {
 // New builds services and handlers over pool.
 func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
 	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat}
+	var err error
+	if a.events, err = outbox.NewEmitter(log); err != nil {
+		return nil, err
+	}
 	if err := a.startApprovals(ctx, cfg.Approvals); err != nil {
 		return nil, err
 	}
 	// issue-invoice and delete-invoice take effect only by consuming a
 	// durable approval in their own transaction (ADR-0010).
-	a.invoices = invoices.NewService(pool, a.approvalGate, cfg.Invoices)
+	a.invoices = invoices.NewService(pool, a.approvalGate, a.events, cfg.Invoices)
 	a.caps = capability.NewRegistry()
 	for _, c := range invoices.Capabilities(a.invoices) {
 		if err := a.caps.Register(c); err != nil {
@@ -97,7 +102,10 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 		return nil, err
 	}
 	a.web = wh
-	a.startSweeps(ctx, ctl, webCfg.SessionIdle)
+	if err := a.startBackground(ctx, cfg, ctl, webCfg.SessionIdle); err != nil {
+		a.Close()
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -119,18 +127,6 @@ func (a *App) startChat(m model.Provider) (*confirm.Controller, error) {
 	return ctl, err
 }
 
-// Sweep intervals. Each sweep only deletes or expires what is already
-// dead, so the interval bounds how long such rows linger, not correctness:
-// reads and gates check expiry themselves.
-const (
-	// approvalSweepInterval bounds how late a waiting client learns that a
-	// request expired: 30 s.
-	approvalSweepInterval = 30 * time.Second
-	// housekeepingInterval is for rows nobody waits on (used
-	// confirmations, idempotency keys past 24 h, dead sessions): 5 min.
-	housekeepingInterval = 5 * time.Minute
-)
-
 // startApprovals builds the approval gate and service and starts the one
 // LISTEN connection of this process.
 func (a *App) startApprovals(ctx context.Context, policy approvals.Policy) error {
@@ -138,51 +134,9 @@ func (a *App) startApprovals(ctx context.Context, policy approvals.Policy) error
 	if err := a.approvalHub.Start(ctx); err != nil {
 		return err
 	}
-	a.approvalGate = approvals.NewGate(policy)
-	a.approvalSvc = approvals.NewService(a.pool, policy, a.approvalHub)
+	a.approvalGate = approvals.NewGate(policy, a.events)
+	a.approvalSvc = approvals.NewService(a.pool, policy, a.approvalHub, a.events)
 	return nil
-}
-
-// startSweeps runs the periodic clean-ups until Close.
-func (a *App) startSweeps(ctx context.Context, ctl *confirm.Controller, sessionIdle time.Duration) {
-	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
-	a.stopSweeps = stop
-	a.every(bg, "approval expiry", approvalSweepInterval, func(ctx context.Context) error {
-		_, err := a.approvalSvc.ExpireDue(ctx)
-		return err
-	})
-	a.every(bg, "confirmations", housekeepingInterval, func(ctx context.Context) error {
-		_, err := ctl.Sweep(ctx)
-		return err
-	})
-	a.every(bg, "idempotency keys", housekeepingInterval, func(ctx context.Context) error {
-		_, err := idempotency.KeySweep(ctx, a.pool)
-		return err
-	})
-	a.every(bg, "web sessions", housekeepingInterval, func(ctx context.Context) error {
-		_, err := web.SessionSweep(ctx, a.pool, sessionIdle)
-		return err
-	})
-}
-
-// every runs fn every interval until ctx ends, logging failures.
-func (a *App) every(ctx context.Context, name string, interval time.Duration, fn func(context.Context) error) {
-	a.sweeps.Add(1)
-	go func() {
-		defer a.sweeps.Done()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := fn(ctx); err != nil && ctx.Err() == nil {
-					a.log.Warn("sweep failed", "sweep", name, "err", err)
-				}
-			}
-		}
-	}()
 }
 
 // ApprovalGate is the transactional gate consequential capabilities run
@@ -195,12 +149,26 @@ func (a *App) Capabilities() *capability.Registry { return a.caps }
 // Approvals is the approval service (decisions, waits) the CLI and tests use.
 func (a *App) Approvals() *approvals.Service { return a.approvalSvc }
 
+// Events is the emitter every fact is recorded through.
+func (a *App) Events() *outbox.Emitter { return a.events }
+
+// stopWait bounds Close's wait for running jobs: River's soft stop (10 s)
+// plus time for the cancelled ones to be put back.
+const stopWait = 15 * time.Second
+
 // Close stops background work New started.
 func (a *App) Close() {
-	if a.stopSweeps != nil {
-		a.stopSweeps()
-		a.sweeps.Wait()
-		a.stopSweeps = nil
+	if a.background != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), stopWait)
+		if err := a.background.Stop(ctx); err != nil {
+			a.log.Warn("stopping background jobs", "err", err)
+		}
+		cancel()
+		a.background = nil
+	}
+	if a.riverPool != nil {
+		a.riverPool.Close()
+		a.riverPool = nil
 	}
 	if a.approvalHub != nil {
 		a.approvalHub.Close()

@@ -118,7 +118,7 @@ func TestBrowserApproverApprovesAgentRequest(t *testing.T) {
 	b.user(t, "alice", identity.RoleApprover)
 	clerk := b.user(t, "carl", identity.RoleClerk)
 	reg := capability.NewRegistry()
-	reg.MustRegister(invoices.Capabilities(invoices.NewService(b.h.Pool, b.h.App.ApprovalGate(), invoices.Config{}))...)
+	reg.MustRegister(invoices.Capabilities(invoices.NewService(b.h.Pool, b.h.App.ApprovalGate(), b.h.App.Events(), invoices.Config{}))...)
 	ag := &agent{reg: reg, who: clerk.Principal(), conv: "conv-" + uuid.NewString()[:8]}
 	invoiceID, firstID := ag.draftAndRequest(t, "Globex GmbH")
 

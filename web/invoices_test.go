@@ -20,7 +20,7 @@ import (
 func (b *bundle) drafts(t *testing.T, clerk *identity.User, name string, n int) []*invoices.Invoice {
 	t.Helper()
 	reg := capability.NewRegistry()
-	reg.MustRegister(invoices.Capabilities(invoices.NewService(b.h.Pool, b.h.App.ApprovalGate(), invoices.Config{}))...)
+	reg.MustRegister(invoices.Capabilities(invoices.NewService(b.h.Pool, b.h.App.ApprovalGate(), b.h.App.Events(), invoices.Config{}))...)
 	ag := &agent{reg: reg, who: clerk.Principal(), conv: "c"}
 	out, err := ag.call(context.Background(), "create-customer", map[string]any{"name": name, "email": "x@example.com", "currency": "JPY"})
 	require.NoError(t, err)
@@ -102,7 +102,7 @@ func TestStaleRequestShowsBannerAndNoButtons(t *testing.T) {
 	b.user(t, "alice", identity.RoleApprover)
 	clerk := b.user(t, "carl", identity.RoleClerk)
 	reg := capability.NewRegistry()
-	reg.MustRegister(invoices.Capabilities(invoices.NewService(b.h.Pool, b.h.App.ApprovalGate(), invoices.Config{}))...)
+	reg.MustRegister(invoices.Capabilities(invoices.NewService(b.h.Pool, b.h.App.ApprovalGate(), b.h.App.Events(), invoices.Config{}))...)
 	ag := &agent{reg: reg, who: clerk.Principal(), conv: "conv-stale"}
 	invoiceID, approvalID := ag.draftAndRequest(t, "Globex GmbH")
 

@@ -1,0 +1,67 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/invoiced/invoiced/confirm"
+	"github.com/invoiced/invoiced/idempotency"
+	"github.com/invoiced/invoiced/outbox"
+	"github.com/invoiced/invoiced/web"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Sweep intervals (River periodic jobs, once per cluster).
+const (
+	// approvalSweepInterval bounds how late a waiting client learns that a
+	// request expired, and so how late its approval.expired event goes
+	// out: 30 s.
+	approvalSweepInterval = 30 * time.Second
+	// housekeepingInterval is for rows nobody waits on (used
+	// confirmations, idempotency keys past 24 h, dead sessions): 5 min.
+	housekeepingInterval = 5 * time.Minute
+)
+
+// riverPoolConns sizes River's own pool: its listener holds one for life;
+// the fetchers, the leader's maintenance and the workers' short
+// transactions share the other three (a delivery holds one only to record
+// its attempt, never while it waits on the network).
+const riverPoolConns = 4
+
+// startBackground starts River on a pool of its own: event dispatch,
+// deliveries, mails, reminders and the sweeps.
+func (a *App) startBackground(ctx context.Context, cfg Config, ctl *confirm.Controller, sessionIdle time.Duration) error {
+	pc := a.pool.Config()
+	pc.MaxConns = riverPoolConns
+	pc.MinConns = 0
+	pc.ConnConfig.RuntimeParams["application_name"] = "invoiced-jobs"
+	rp, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return fmt.Errorf("jobs pool: %w", err)
+	}
+	a.riverPool = rp
+	a.background, err = outbox.Start(ctx, outbox.Config{
+		DB:  rp,
+		Log: a.log,
+		Sweeps: []outbox.Sweep{
+			{Name: "approval-expiry", Every: approvalSweepInterval, Run: func(ctx context.Context) error {
+				_, err := a.approvalSvc.ExpireDue(ctx)
+				return err
+			}},
+			{Name: "confirmations", Every: housekeepingInterval, Run: func(ctx context.Context) error {
+				_, err := ctl.Sweep(ctx)
+				return err
+			}},
+			{Name: "idempotency-keys", Every: housekeepingInterval, Run: func(ctx context.Context) error {
+				_, err := idempotency.KeySweep(ctx, a.pool)
+				return err
+			}},
+			{Name: "web-sessions", Every: housekeepingInterval, Run: func(ctx context.Context) error {
+				_, err := web.SessionSweep(ctx, a.pool, sessionIdle)
+				return err
+			}},
+		},
+	})
+	return err
+}
