@@ -13,11 +13,13 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/notify"
 	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/web"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config is the service configuration that feature packages need beyond
@@ -43,6 +45,10 @@ type Config struct {
 	// keep-alive and re-checks its credential; 0 means
 	// approvals.DefaultHeartbeat (15 s). Tests shorten it.
 	EventsHeartbeat time.Duration
+	// Notify configures the notification mails (INVOICED_SMTP_URL,
+	// INVOICED_MAIL_FROM, INVOICED_PUBLIC_URL, INVOICED_APPROVAL_REMINDERS);
+	// a nil Sender sends none.
+	Notify notify.Config
 }
 
 // App holds the services and handlers of one running service.
@@ -60,6 +66,7 @@ type App struct {
 	events     *outbox.Emitter
 	riverPool  *pgxpool.Pool
 	background *outbox.Runner
+	notify     *notify.Service
 
 	caps     *capability.Registry
 	invoices *invoices.Service
@@ -148,6 +155,15 @@ func (a *App) Capabilities() *capability.Registry { return a.caps }
 
 // Approvals is the approval service (decisions, waits) the CLI and tests use.
 func (a *App) Approvals() *approvals.Service { return a.approvalSvc }
+
+// Collectors are the metrics of the app's own, for serve's registry.
+func (a *App) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{a.notify.Skipped()}
+}
+
+// NotifySkipped counts notification recipients skipped for want of an
+// email address.
+func (a *App) NotifySkipped() prometheus.Counter { return a.notify.Skipped() }
 
 // Events is the emitter every fact is recorded through.
 func (a *App) Events() *outbox.Emitter { return a.events }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/invoiced/invoiced/confirm"
 	"github.com/invoiced/invoiced/idempotency"
+	"github.com/invoiced/invoiced/notify"
 	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/web"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -41,9 +42,13 @@ func (a *App) startBackground(ctx context.Context, cfg Config, ctl *confirm.Cont
 		return fmt.Errorf("jobs pool: %w", err)
 	}
 	a.riverPool = rp
+	a.notify = notify.New(rp, cfg.Notify)
+	a.notify.Describe(a.log)
 	a.background, err = outbox.Start(ctx, outbox.Config{
-		DB:  rp,
-		Log: a.log,
+		DB:          rp,
+		Log:         a.log,
+		Subscribers: []outbox.Subscriber{a.notify},
+		Workers:     []outbox.WorkerSet{a.notify},
 		Sweeps: []outbox.Sweep{
 			{Name: "approval-expiry", Every: approvalSweepInterval, Run: func(ctx context.Context) error {
 				_, err := a.approvalSvc.ExpireDue(ctx)

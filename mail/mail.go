@@ -193,3 +193,10 @@ func redact(s, secret string) string {
 	}
 	return strings.ReplaceAll(s, secret, "xxxxx")
 }
+
+// Domain is the From address's domain, for Message-IDs.
+func (s *Sender) Domain() string {
+	a, _ := ParseAddress(s.from) // checked by NewSender
+	_, domain, _ := strings.Cut(a.Address, "@")
+	return domain
+}
