@@ -18,6 +18,7 @@ import (
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/web"
+	"github.com/invoiced/invoiced/webhooks"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -49,6 +50,9 @@ type Config struct {
 	// INVOICED_MAIL_FROM, INVOICED_PUBLIC_URL, INVOICED_APPROVAL_REMINDERS);
 	// a nil Sender sends none.
 	Notify notify.Config
+	// Webhooks configures webhook deliveries (INVOICED_WEBHOOK_RETRY_SCHEDULE,
+	// INVOICED_WEBHOOKS_ALLOW_PRIVATE).
+	Webhooks webhooks.Config
 }
 
 // App holds the services and handlers of one running service.
@@ -67,6 +71,7 @@ type App struct {
 	riverPool  *pgxpool.Pool
 	background *outbox.Runner
 	notify     *notify.Service
+	webhooks   *webhooks.Service
 
 	caps     *capability.Registry
 	invoices *invoices.Service

@@ -10,6 +10,7 @@ import (
 	"github.com/invoiced/invoiced/notify"
 	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/web"
+	"github.com/invoiced/invoiced/webhooks"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -44,11 +45,14 @@ func (a *App) startBackground(ctx context.Context, cfg Config, ctl *confirm.Cont
 	a.riverPool = rp
 	a.notify = notify.New(rp, cfg.Notify)
 	a.notify.Describe(a.log)
+	a.webhooks = webhooks.NewService(a.pool, a.events, cfg.Webhooks)
+	deliverer := webhooks.NewDeliverer(rp, cfg.Webhooks, a.notify)
 	a.background, err = outbox.Start(ctx, outbox.Config{
-		DB:          rp,
-		Log:         a.log,
-		Subscribers: []outbox.Subscriber{a.notify},
-		Workers:     []outbox.WorkerSet{a.notify},
+		DB:                rp,
+		Log:               a.log,
+		Subscribers:       []outbox.Subscriber{a.notify, deliverer},
+		Workers:           []outbox.WorkerSet{a.notify, deliverer},
+		FetchPollInterval: outbox.FetchPollFor(cfg.Webhooks.Schedule()),
 		Sweeps: []outbox.Sweep{
 			{Name: "approval-expiry", Every: approvalSweepInterval, Run: func(ctx context.Context) error {
 				_, err := a.approvalSvc.ExpireDue(ctx)

@@ -9,6 +9,7 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/openapi"
+	"github.com/invoiced/invoiced/webhooks"
 	"github.com/labstack/echo/v4"
 )
 
@@ -56,6 +57,19 @@ func (a *App) Routes(e *echo.Echo) {
 	// Event streams and long polls end when shutdown begins instead of
 	// holding it for the whole grace period.
 	e.Server.RegisterOnShutdown(a.approvalHub.Close)
+
+	// Webhook endpoints and their deliveries: admins only (the service
+	// checks, for the CLI too).
+	wh := &webhooks.Handler{Svc: a.webhooks}
+	v1.POST("/webhook-endpoints", wh.Add)
+	v1.GET("/webhook-endpoints", wh.List)
+	v1.GET("/webhook-endpoints/:id", wh.Get)
+	v1.POST("/webhook-endpoints/:id/disable", wh.Disable)
+	v1.POST("/webhook-endpoints/:id/enable", wh.Enable)
+	v1.POST("/webhook-endpoints/:id/rotate-secret", wh.RotateSecret)
+	v1.GET("/webhook-endpoints/:id/deliveries", wh.Deliveries)
+	v1.GET("/webhook-deliveries/:id", wh.Delivery)
+	v1.POST("/webhook-deliveries/:id/redeliver", wh.Redeliver)
 
 	// The step loop (ADR-0002): clerks and admins chat; an approver reads
 	// and decides approvals only (DESIGN.md §7). Running turns end when

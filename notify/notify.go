@@ -178,3 +178,31 @@ func (s *Service) Describe(log *slog.Logger) {
 	}
 	log.Info("notification mails on", "smtp", s.sender.Server().String(), "public_url", s.publicURL)
 }
+
+// endpointMail is what the endpoint-disabled mail shows.
+type endpointMail struct {
+	Name, Host, Reason string
+	EndpointID         uuid.UUID
+}
+
+// EndpointDisabledTx implements webhooks.OwnerNotifier: a mail to the
+// admin who added the endpoint, if still enabled and with an address.
+func (s *Service) EndpointDisabledTx(ctx context.Context, tx pgx.Tx, owner, endpoint uuid.UUID, host, reason string) ([]river.InsertManyParams, error) {
+	if s.sender == nil {
+		return nil, nil
+	}
+	r, ok, err := enabledUser(ctx, tx, owner)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if r.Email == "" {
+		s.skipped.Inc()
+		return nil, nil
+	}
+	m, err := render(kindEndpointDisabled, r.Email, s.messageID("disabled."+uuid.Must(uuid.NewV7()).String(), r.ID),
+		endpointMail{Name: r.Name, Host: host, Reason: reason, EndpointID: endpoint})
+	if err != nil {
+		return nil, err
+	}
+	return []river.InsertManyParams{{Args: sendArgs{Message: m}}}, nil
+}

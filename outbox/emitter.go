@@ -52,6 +52,13 @@ func NewEmitter(log *slog.Logger) (*Emitter, error) {
 	return &Emitter{client: c}, nil
 }
 
+// InsertTx enqueues a job in tx (a manual redelivery, say): the client
+// that emits events enqueues other jobs alike.
+func (e *Emitter) InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) error {
+	_, err := e.client.InsertTx(ctx, tx, args, opts)
+	return err
+}
+
 // EmitTx records ev in tx.
 func (e *Emitter) EmitTx(ctx context.Context, tx pgx.Tx, ev events.Event) error {
 	data, err := json.Marshal(ev.Data)
