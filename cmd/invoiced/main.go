@@ -33,6 +33,9 @@ Usage:
   invoiced users passwd NAME                 set a user's web inbox password (prompt or stdin)
   invoiced tokens create --username NAME     print a new API token for a user
   invoiced approvals list|approve|deny       list and decide approval requests
+  invoiced webhooks add|list|disable|enable|rotate-secret|deliveries|redeliver
+                                             manage webhook endpoints
+  invoiced healthcheck                       exit 0 when the local server is ready
   invoiced audit verify                      check the audit hash chain
   invoiced version                           print the version
 
@@ -60,6 +63,10 @@ func run(ctx context.Context, args []string, env env, stdin io.Reader, stdout, s
 		err = cmdApprovals(ctx, env, args[1:], stdout, stderr)
 	case "audit":
 		err = cmdAudit(ctx, env, args[1:], stdout, stderr)
+	case "webhooks":
+		err = cmdWebhooks(ctx, env, args[1:], stdout, stderr)
+	case "healthcheck":
+		err = cmdHealthcheck(ctx, env, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "invoiced", version)
 	case "-h", "--help", "help":

@@ -90,6 +90,12 @@ func loadConfig(e env) (config, error) {
 	if err := approvalSettings(e, &c.App.Approvals); err != nil {
 		return c, err
 	}
+	if c.App.Notify, err = notifySettings(e); err != nil {
+		return c, err
+	}
+	if c.App.Webhooks, err = webhookSettings(e); err != nil {
+		return c, err
+	}
 	m, err := model.FromSettings(func(k string) string { return e.get(k, "") })
 	switch {
 	case errors.Is(err, model.ErrNotConfigured):
@@ -211,6 +217,7 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 		return err
 	}
 	defer a.Close()
+	metrics.Registry.MustRegister(a.Collectors()...)
 	a.Routes(e2)
 
 	if addr := e.get("INVOICED_PPROF_ADDR", ""); addr != "" {
