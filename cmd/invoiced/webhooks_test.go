@@ -128,3 +128,18 @@ func TestHelpOnWebhooksAndHealthcheck(t *testing.T) {
 		require.NotEmpty(t, r.stdout+r.stderr)
 	}
 }
+
+// Without INVOICED_SMTP_URL serve sends no mail and says so once, at start.
+func TestServeSaysOnceThatMailIsOff(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	e := env{"DATABASE_URL": storetest.URL(t), "INVOICED_ADDR": addr}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan result, 1)
+	go func() { done <- invoke(ctx, e, "serve") }()
+	waitServeReady(t, addr)
+	cancel()
+	r := <-done
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 1, strings.Count(r.stdout, "notification mails are off: INVOICED_SMTP_URL is not set"), r.stdout)
+}
