@@ -30,9 +30,15 @@ const (
 	QueueMaintenance = "maintenance"
 )
 
+// busyCooldown is how often a busy queue fetches: River fetches at most
+// once per cooldown, so a queue runs at most MaxWorkers jobs per cooldown;
+// at River's 100 ms, 4 dispatch workers capped events at 40/s, below the
+// ~300 issues/s of `make bench-issue`. 25 ms with 16 workers allows 640/s.
+const busyCooldown = 25 * time.Millisecond
+
 var queues = map[string]river.QueueConfig{
-	QueueEvents:      {MaxWorkers: 4},
-	QueueWebhooks:    {MaxWorkers: 16},
+	QueueEvents:      {MaxWorkers: 16, FetchCooldown: busyCooldown},
+	QueueWebhooks:    {MaxWorkers: 32, FetchCooldown: busyCooldown},
 	QueueMail:        {MaxWorkers: 4},
 	QueueMaintenance: {MaxWorkers: 1},
 }
