@@ -14,7 +14,6 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
-	"github.com/invoiced/invoiced/mail"
 	"github.com/invoiced/invoiced/mail/mailtest"
 	"github.com/invoiced/invoiced/notify"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -37,10 +36,7 @@ type bundle struct {
 func setup(t *testing.T, policy approvals.Policy, reminders []notify.Reminder) *bundle {
 	t.Helper()
 	srv := mailtest.Start(t)
-	server, err := mail.ParseURL(srv.URL())
-	require.NoError(t, err)
-	sender, err := mail.NewSender(server, "Invoiced <billing@example.com>")
-	require.NoError(t, err)
+	sender := srv.Sender(t, "Invoiced <billing@example.com>")
 	h := apptest.New(t, apptest.Options{Config: app.Config{
 		Approvals: policy,
 		Notify:    notify.Config{Sender: sender, PublicURL: publicURL + "/", Reminders: reminders},
@@ -66,7 +62,7 @@ func setup(t *testing.T, policy approvals.Policy, reminders []notify.Reminder) *
 			require.NoError(t, err)
 		}
 	}
-	_, err = h.Pool.Exec(b.ctx, `UPDATE users SET disabled = true WHERE username = 'gone'`)
+	_, err := h.Pool.Exec(b.ctx, `UPDATE users SET disabled = true WHERE username = 'gone'`)
 	require.NoError(t, err)
 	return b
 }

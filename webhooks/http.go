@@ -18,12 +18,18 @@ type Handler struct {
 	Svc *Service
 }
 
-func pathID(c echo.Context, what string) (uuid.UUID, error) {
+// target is the caller and the {id} of the resource (what, for a 404) a
+// route names.
+func target(c echo.Context, what string) (identity.Principal, uuid.UUID, error) {
+	p, err := identity.RequestPrincipal(c)
+	if err != nil {
+		return p, uuid.Nil, err
+	}
 	id, err := uuid.Parse(c.Param("id"))
 	if err != nil {
-		return uuid.Nil, problem.NotFound(what)
+		return p, uuid.Nil, problem.NotFound(what)
 	}
-	return id, nil
+	return p, id, nil
 }
 
 func pageRequest(c echo.Context) (page.Request, error) {
@@ -85,11 +91,7 @@ func (h *Handler) List(c echo.Context) error {
 
 // Get answers GET /v1/webhook-endpoints/{id}.
 func (h *Handler) Get(c echo.Context) error {
-	p, err := identity.RequestPrincipal(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c, "webhook endpoint")
+	p, id, err := target(c, "webhook endpoint")
 	if err != nil {
 		return err
 	}
@@ -103,11 +105,7 @@ func (h *Handler) Get(c echo.Context) error {
 
 // change parses the principal, the id and If-Match of an endpoint action.
 func change(c echo.Context) (identity.Principal, uuid.UUID, int64, error) {
-	p, err := identity.RequestPrincipal(c)
-	if err != nil {
-		return p, uuid.Nil, 0, err
-	}
-	id, err := pathID(c, "webhook endpoint")
+	p, id, err := target(c, "webhook endpoint")
 	if err != nil {
 		return p, uuid.Nil, 0, err
 	}
@@ -152,11 +150,7 @@ func (h *Handler) RotateSecret(c echo.Context) error {
 // Deliveries answers GET /v1/webhook-endpoints/{id}/deliveries: the
 // endpoint's deliveries, newest first, each with its attempts.
 func (h *Handler) Deliveries(c echo.Context) error {
-	p, err := identity.RequestPrincipal(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c, "webhook endpoint")
+	p, id, err := target(c, "webhook endpoint")
 	if err != nil {
 		return err
 	}
@@ -173,11 +167,7 @@ func (h *Handler) Deliveries(c echo.Context) error {
 
 // Delivery answers GET /v1/webhook-deliveries/{id}.
 func (h *Handler) Delivery(c echo.Context) error {
-	p, err := identity.RequestPrincipal(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c, "webhook delivery")
+	p, id, err := target(c, "webhook delivery")
 	if err != nil {
 		return err
 	}
@@ -191,11 +181,7 @@ func (h *Handler) Delivery(c echo.Context) error {
 // Redeliver answers POST /v1/webhook-deliveries/{id}/redeliver: 202, the
 // delivery queued to be sent again.
 func (h *Handler) Redeliver(c echo.Context) error {
-	p, err := identity.RequestPrincipal(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c, "webhook delivery")
+	p, id, err := target(c, "webhook delivery")
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/invoiced/invoiced/internal/e2etest"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
-	"github.com/invoiced/invoiced/mail"
 	"github.com/invoiced/invoiced/mail/mailtest"
 	"github.com/invoiced/invoiced/notify"
 	"github.com/invoiced/invoiced/outbox"
@@ -40,10 +39,7 @@ type bundle struct {
 func setup(t *testing.T, cfg webhooks.Config) *bundle {
 	t.Helper()
 	srv := mailtest.Start(t)
-	server, err := mail.ParseURL(srv.URL())
-	require.NoError(t, err)
-	sender, err := mail.NewSender(server, "invoiced@example.com")
-	require.NoError(t, err)
+	sender := srv.Sender(t, "invoiced@example.com")
 	h := apptest.New(t, apptest.Options{Config: app.Config{
 		Webhooks: cfg,
 		Notify:   notify.Config{Sender: sender, PublicURL: "https://inv.example.com", Reminders: []notify.Reminder{}},
@@ -52,7 +48,7 @@ func setup(t *testing.T, cfg webhooks.Config) *bundle {
 	b.adminUser, b.admin = h.User(t, "ada", identity.RoleAdmin)
 	_, b.clerk = h.User(t, "cleo", identity.RoleClerk)
 	_, b.approver = h.User(t, "abe", identity.RoleApprover)
-	_, err = h.Pool.Exec(b.ctx, `UPDATE users SET email = 'ada@example.com' WHERE username = 'ada'`)
+	_, err := h.Pool.Exec(b.ctx, `UPDATE users SET email = 'ada@example.com' WHERE username = 'ada'`)
 	require.NoError(t, err)
 	b.customer = invoicetest.Customer(b.ctx, t, h.Pool, invoicetest.CustomerOpts{})
 	return b

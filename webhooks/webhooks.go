@@ -42,9 +42,6 @@ type Endpoint struct {
 // Cursor is the endpoint's position in the list order.
 func (e *Endpoint) Cursor() page.Cursor { return page.Cursor{CreatedAt: e.CreatedAt, ID: e.ID} }
 
-// ResourceVersion is the endpoint's version (ETag).
-func (e *Endpoint) ResourceVersion() int64 { return e.Version }
-
 // secrets are the keys that sign a delivery now: the current one, and the
 // previous one while a rotation lasts.
 func (e *Endpoint) secrets(now time.Time) []string {

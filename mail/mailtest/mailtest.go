@@ -13,7 +13,7 @@ import (
 	"mime/multipart"
 	"mime/quotedprintable"
 	"net"
-	"net/mail"
+	netmail "net/mail"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +21,7 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+	"github.com/invoiced/invoiced/mail"
 )
 
 // The credentials the server accepts.
@@ -35,7 +36,7 @@ type Received struct {
 	To        []string
 	MessageID string
 	Subject   string
-	Header    mail.Header
+	Header    netmail.Header
 	Text      string
 	HTML      string
 }
@@ -83,6 +84,20 @@ func (s *Server) serve(ln net.Listener) {
 // URL is the INVOICED_SMTP_URL that reaches the server.
 func (s *Server) URL() string {
 	return fmt.Sprintf("smtp://%s:%s@%s?starttls=none", User, Password, s.addr)
+}
+
+// Sender returns a sender through this server from address from.
+func (s *Server) Sender(t testing.TB, from string) *mail.Sender {
+	t.Helper()
+	server, err := mail.ParseURL(s.URL())
+	if err != nil {
+		t.Fatalf("mailtest: %v", err)
+	}
+	sender, err := mail.NewSender(server, from)
+	if err != nil {
+		t.Fatalf("mailtest: %v", err)
+	}
+	return sender
 }
 
 // Down stops the server: connections are refused until Up.
@@ -185,7 +200,7 @@ func (x *session) Logout() error { return nil }
 
 // parse reads a multipart/alternative message with a text and an HTML part.
 func parse(raw []byte) (Received, error) {
-	msg, err := mail.ReadMessage(bytes.NewReader(raw))
+	msg, err := netmail.ReadMessage(bytes.NewReader(raw))
 	if err != nil {
 		return Received{}, err
 	}
