@@ -58,18 +58,7 @@ func (a *App) Routes(e *echo.Echo) {
 	// holding it for the whole grace period.
 	e.Server.RegisterOnShutdown(a.approvalHub.Close)
 
-	// Webhook endpoints and their deliveries: admins only (the service
-	// checks, for the CLI too).
-	wh := &webhooks.Handler{Svc: a.webhooks}
-	v1.POST("/webhook-endpoints", wh.Add)
-	v1.GET("/webhook-endpoints", wh.List)
-	v1.GET("/webhook-endpoints/:id", wh.Get)
-	v1.POST("/webhook-endpoints/:id/disable", wh.Disable)
-	v1.POST("/webhook-endpoints/:id/enable", wh.Enable)
-	v1.POST("/webhook-endpoints/:id/rotate-secret", wh.RotateSecret)
-	v1.GET("/webhook-endpoints/:id/deliveries", wh.Deliveries)
-	v1.GET("/webhook-deliveries/:id", wh.Delivery)
-	v1.POST("/webhook-deliveries/:id/redeliver", wh.Redeliver)
+	a.webhookRoutes(v1)
 
 	// The step loop (ADR-0002): clerks and admins chat; an approver reads
 	// and decides approvals only (DESIGN.md §7). Running turns end when
@@ -97,6 +86,21 @@ func (a *App) Routes(e *echo.Echo) {
 	e.POST("/approvals/:id/deny", w.Page(w.Decide(approvals.DecisionDeny)), sec)
 	e.GET("/invoices", w.Page(w.Invoices), sec)
 	e.GET("/invoices/:id", w.Page(w.Invoice), sec)
+}
+
+// webhookRoutes mounts the webhook endpoints and their deliveries: admins
+// only (the service checks, for the CLI too).
+func (a *App) webhookRoutes(v1 *echo.Group) {
+	wh := &webhooks.Handler{Svc: a.webhooks}
+	v1.POST("/webhook-endpoints", wh.Add)
+	v1.GET("/webhook-endpoints", wh.List)
+	v1.GET("/webhook-endpoints/:id", wh.Get)
+	v1.POST("/webhook-endpoints/:id/disable", wh.Disable)
+	v1.POST("/webhook-endpoints/:id/enable", wh.Enable)
+	v1.POST("/webhook-endpoints/:id/rotate-secret", wh.RotateSecret)
+	v1.GET("/webhook-endpoints/:id/deliveries", wh.Deliveries)
+	v1.GET("/webhook-deliveries/:id", wh.Delivery)
+	v1.POST("/webhook-deliveries/:id/redeliver", wh.Redeliver)
 }
 
 // onlyUnder applies m to requests whose path starts with prefix.
