@@ -55,11 +55,14 @@ func TestWebhookEndpointRefusals(t *testing.T) {
 		}
 	}
 	require.Zero(t, count())
+	// A public address is accepted (an IP literal: no DNS in the test).
+	r := b.h.Do(t, http.MethodPost, "/v1/webhook-endpoints", b.admin, map[string]any{"url": "https://1.1.1.1/hooks", "events": []string{"invoice.paid"}})
+	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
 	for _, path := range []string{"/v1/webhook-endpoints", "/v1/webhook-endpoints/" + b.adminUser.ID.String()} {
 		r := b.h.Do(t, http.MethodGet, path, b.clerk, nil)
 		require.Equal(t, http.StatusForbidden, r.StatusCode, path)
 	}
-	r := b.h.Do(t, http.MethodGet, "/v1/webhook-endpoints/"+b.adminUser.ID.String(), b.admin, nil)
+	r = b.h.Do(t, http.MethodGet, "/v1/webhook-endpoints/"+b.adminUser.ID.String(), b.admin, nil)
 	require.Equal(t, http.StatusNotFound, r.StatusCode)
 	r = b.h.Do(t, http.MethodPost, "/v1/webhook-deliveries/not-an-id/redeliver", b.admin, nil)
 	require.Equal(t, http.StatusNotFound, r.StatusCode)
