@@ -85,25 +85,18 @@ type envelope struct {
 // endpoint subscribed to the event's type, its body built once, so every
 // attempt sends the same bytes.
 func (d *Deliverer) HandleEventTx(ctx context.Context, tx pgx.Tx, ev outbox.EventArgs) ([]river.InsertManyParams, error) {
-	ids, err := endpointsSubscribed(ctx, tx, ev.Type)
-	if err != nil || len(ids) == 0 {
-		return nil, err
-	}
 	body, err := json.Marshal(envelope{ID: ev.ID, Type: ev.Type, Version: payloadVersion, CreatedAt: ev.CreatedAt, Data: ev.Data})
 	if err != nil {
 		return nil, fmt.Errorf("webhook payload: %w", err)
 	}
-	now := d.cfg.now()
-	var jobs []river.InsertManyParams
-	for _, id := range ids {
-		did, created, err := deliveryInsertTx(ctx, tx, id, ev.ID, ev.Type, string(body), now)
-		if err != nil {
-			return nil, err
-		}
-		if created {
-			jobs = append(jobs, river.InsertManyParams{Args: deliverArgs{DeliveryID: did},
-				InsertOpts: &river.InsertOpts{MaxAttempts: d.cfg.RetrySchedule.Attempts()}})
-		}
+	ids, err := deliveriesInsertTx(ctx, tx, ev.ID, ev.Type, string(body), d.cfg.now())
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]river.InsertManyParams, len(ids))
+	for i, id := range ids {
+		jobs[i] = river.InsertManyParams{Args: deliverArgs{DeliveryID: id},
+			InsertOpts: &river.InsertOpts{MaxAttempts: d.cfg.RetrySchedule.Attempts()}}
 	}
 	return jobs, nil
 }
@@ -147,11 +140,7 @@ var errDisabled = errors.New("the endpoint is disabled")
 
 // deliver makes one attempt; final says no retry follows a failure.
 func (d *Deliverer) deliver(ctx context.Context, id uuid.UUID, final bool) error {
-	del, err := DeliveryGet(ctx, d.db, id)
-	if err != nil {
-		return err
-	}
-	e, err := EndpointGet(ctx, d.db, del.EndpointID)
+	del, e, err := deliveryToSend(ctx, d.db, id)
 	if err != nil {
 		return err
 	}
@@ -167,9 +156,7 @@ func (d *Deliverer) deliver(ctx context.Context, id uuid.UUID, final bool) error
 	default:
 		status = StatusPending
 	}
-	if err := store.WithTx(ctx, d.db, func(ctx context.Context, tx pgx.Tx) error {
-		return attemptRecordTx(ctx, tx, del, a, status)
-	}); err != nil {
+	if err := attemptRecord(ctx, d.db, del, a, status); err != nil {
 		return err
 	}
 	if status == StatusDelivered {
