@@ -27,9 +27,11 @@ const (
 
 // riverPoolConns sizes River's own pool: its listener holds one for life;
 // the fetchers, the leader's maintenance and the workers' short
-// transactions share the other three (a delivery holds one only to record
-// its attempt, never while it waits on the network).
-const riverPoolConns = 4
+// transactions share the rest (a delivery holds one only to read and to
+// record its attempt, never while it waits on the network). 8, as the
+// request pool on 2 cores: with 4, dispatch waited on the pool under
+// `make bench-issue`.
+const riverPoolConns = 8
 
 // startBackground starts River on a pool of its own: event dispatch,
 // deliveries, mails, reminders and the sweeps.

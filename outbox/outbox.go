@@ -33,7 +33,8 @@ const (
 // busyCooldown is how often a busy queue fetches: River fetches at most
 // once per cooldown, so a queue runs at most MaxWorkers jobs per cooldown;
 // at River's 100 ms, 4 dispatch workers capped events at 40/s, below the
-// ~300 issues/s of `make bench-issue`. 25 ms with 16 workers allows 640/s.
+// ~300 issues/s of `make bench-issue`. 25 ms with 16 workers allows 640/s
+// per replica.
 const busyCooldown = 25 * time.Millisecond
 
 var queues = map[string]river.QueueConfig{
