@@ -36,6 +36,10 @@ const (
 	idConversation
 	idCapability
 	idStatic
+	idWebhookEndpoint
+	// idWebhookDelivery aims at a UUID that names no delivery (the setup
+	// makes none): its routes answer 404, or their refusals.
+	idWebhookDelivery
 )
 
 // fuzzRoute is one route of openapi/openapi.yaml; "{}" marks the path
@@ -87,6 +91,15 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/invoices", idNone},
 	{"GET", "/invoices/{}", idInvoice},
 	{"GET", "/static/{}", idStatic},
+	{"POST", "/v1/webhook-endpoints", idNone},
+	{"GET", "/v1/webhook-endpoints", idNone},
+	{"GET", "/v1/webhook-endpoints/{}", idWebhookEndpoint},
+	{"POST", "/v1/webhook-endpoints/{}/disable", idWebhookEndpoint},
+	{"POST", "/v1/webhook-endpoints/{}/enable", idWebhookEndpoint},
+	{"POST", "/v1/webhook-endpoints/{}/rotate-secret", idWebhookEndpoint},
+	{"GET", "/v1/webhook-endpoints/{}/deliveries", idWebhookEndpoint},
+	{"GET", "/v1/webhook-deliveries/{}", idWebhookDelivery},
+	{"POST", "/v1/webhook-deliveries/{}/redeliver", idWebhookDelivery},
 }
 
 // fuzzInput is one fuzzed request.
@@ -110,6 +123,7 @@ type fuzzEnv struct {
 	invoice   string
 	approval  string
 	conv      string
+	endpoint  string
 	capNames  []string
 	client    *http.Client
 	stackLike *regexp.Regexp
@@ -162,6 +176,14 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 		"messages": []any{map[string]any{"id": "u1", "role": "user", "parts": []any{map[string]any{"type": "text", "text": "hello"}}}}})
 	require.Equal(t, 200, resp.StatusCode, string(resp.Body))
 
+	// A public address (an IP literal, so no DNS): the service refuses
+	// private ones.
+	var ep struct{ ID string }
+	resp = h.Do(t, "POST", "/v1/webhook-endpoints", admin, map[string]any{"url": "https://1.1.1.1/hooks", "events": []string{"invoice.paid"}})
+	require.Equal(t, 201, resp.StatusCode, string(resp.Body))
+	resp.JSON(t, &ep)
+	env.endpoint = ep.ID
+
 	var caps struct {
 		Data []struct{ Name string } `json:"data"`
 	}
@@ -189,7 +211,9 @@ func (env *fuzzEnv) fingerprint(t testing.TB) string {
 		(SELECT count(*) FROM approval_decisions),
 		(SELECT count(*) FROM confirmations),
 		(SELECT count(*) FROM conversation_messages),
-		(SELECT count(*) FROM web_sessions)) || '#' || concat_ws('|',
+		(SELECT count(*) FROM web_sessions),
+		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM webhook_endpoints),
+		(SELECT count(*) || ':' || coalesce(sum(attempts), 0) FROM webhook_deliveries)) || '#' || concat_ws('|',
 		(SELECT count(*) FROM audit_events),
 		(SELECT count(*) || ':' || count(*) FILTER (WHERE status IN ('pending', 'approved')) FROM approval_requests))`).Scan(&fp)
 	require.NoError(t, err)
@@ -219,6 +243,8 @@ func (env *fuzzEnv) pathFor(r fuzzRoute, in fuzzInput) string {
 			arg = env.capNames[int(h.Sum32()%uint32(len(env.capNames)))]
 		case idStatic:
 			arg = "app.css"
+		case idWebhookEndpoint, idWebhookDelivery:
+			arg = env.endpoint
 		}
 	case in.idSel == 1:
 		arg = url.PathEscape(in.pathArg)
