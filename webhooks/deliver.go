@@ -56,9 +56,12 @@ func NewDeliverer(db store.Executor, cfg Config, owners OwnerNotifier) *Delivere
 		// and to a private one now is refused now.
 		dialer.Control = guard.Safe
 	}
+	// Idle connections per receiver: one per webhook worker (32), so busy
+	// deliveries to one endpoint reuse connections instead of opening one
+	// each.
 	transport := &http.Transport{
 		Proxy: nil, DialContext: dialer.DialContext, ForceAttemptHTTP2: true,
-		MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second,
+		MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second,
 	}
 	return &Deliverer{db: db, cfg: cfg, owners: owners, client: &http.Client{
 		Transport: transport, Timeout: requestTimeout,
