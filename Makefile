@@ -10,7 +10,7 @@ DATABASE_URL ?= $(PGHOST_URL)/invoiced?sslmode=disable
 INVOICED_TEST_DATABASE_URL ?= $(PGHOST_URL)/postgres?sslmode=disable
 export DATABASE_URL INVOICED_TEST_DATABASE_URL
 
-.PHONY: build run test vet bench-testdb bench-issue bench-chat clean
+.PHONY: build run test vet bench-testdb bench-issue bench-chat bench-mcp bench-pdf clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/invoiced
@@ -42,6 +42,14 @@ bench-issue:
 ## bench-chat: POST /v1/chat (scripted model, one read tool call + text) vs an ai@7 streamText peer, at 1/8/32.
 bench-chat:
 	$(GO) run ./steploop/internal/benchchat
+
+## bench-mcp: get-customer over MCP tools/call vs POST /v1/capabilities/{name}/invoke, at 1/8/32 (BENCHMARKS.md).
+bench-mcp:
+	$(GO) run ./bench/mcp
+
+## bench-pdf: render a one-page invoice PDF: ms per document, and documents/s on 2 cores.
+bench-pdf:
+	$(GO) test -run '^$$' -bench BenchmarkRender -benchtime 3s -cpu 2 ./document/
 
 clean:
 	rm -rf bin

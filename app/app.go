@@ -9,10 +9,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/invoiced/invoiced/accounts"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/mcp"
 	"github.com/invoiced/invoiced/notify"
 	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/steploop"
@@ -34,11 +37,16 @@ type Config struct {
 	// send X-Forwarded-Proto; otherwise they are Secure when the request
 	// came over TLS or says so.
 	SecureCookies bool
-	// Approvals is the approval policy (ADR-0010); zero fields take the
-	// defaults of approvals.Policy. Tests set its clock.
+	// Approvals is the approvals' configuration (ADR-0010: TTLs, clock);
+	// zero fields take the defaults of approvals.Policy, and New fills
+	// Capabilities from the registry. How many approvers a request needs
+	// is data (ADR-0014). Tests set its clock.
 	Approvals approvals.Policy
 	// Invoices configures invoicing (number prefix, clock).
 	Invoices invoices.Config
+	// Seller issues the documents (INVOICED_SELLER_*); without a name the
+	// PDF routes answer 503 naming the settings.
+	Seller document.Party
 	// Model runs the step loop's model steps (INVOICED_MODEL_*); nil makes
 	// POST /v1/chat answer 503 naming the settings to set.
 	Model model.Provider
@@ -53,6 +61,8 @@ type Config struct {
 	// Webhooks configures webhook deliveries (INVOICED_WEBHOOK_RETRY_SCHEDULE,
 	// INVOICED_WEBHOOKS_ALLOW_PRIVATE).
 	Webhooks webhooks.Config
+	// MCP tunes the /mcp endpoint; a zero Heartbeat takes EventsHeartbeat.
+	MCP mcp.Options
 }
 
 // App holds the services and handlers of one running service.
@@ -66,6 +76,7 @@ type App struct {
 	approvalGate *approvals.Gate
 	approvalSvc  *approvals.Service
 	approvalHub  *approvals.Hub
+	accounts     *accounts.Service
 
 	events     *outbox.Emitter
 	riverPool  *pgxpool.Pool
@@ -75,12 +86,15 @@ type App struct {
 
 	caps     *capability.Registry
 	invoices *invoices.Service
+	seller   document.Party
 	chat     *steploop.Service
+	mcp      *mcp.Service
 }
 
 // New builds services and handlers over pool.
 func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
-	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat}
+	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat, seller: cfg.Seller}
+	cfg.Approvals.Capabilities = ConsequentialCapabilities()
 	var err error
 	if a.events, err = outbox.NewEmitter(log); err != nil {
 		return nil, err
@@ -108,17 +122,40 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 		webCfg = *cfg.Web
 	}
 	webCfg.SecureCookies = webCfg.SecureCookies || cfg.SecureCookies
-	wh, err := web.New(pool, webCfg, log, web.Deps{Approvals: a.approvalSvc, NumberPrefix: cfg.Invoices.NumberPrefix})
+	wh, err := web.New(pool, webCfg, log, web.Deps{Approvals: a.approvalSvc, NumberPrefix: cfg.Invoices.NumberPrefix, Seller: cfg.Seller})
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
 	a.web = wh
+	mcpOpts := cfg.MCP
+	if mcpOpts.Heartbeat == 0 {
+		mcpOpts.Heartbeat = cfg.EventsHeartbeat
+	}
+	a.mcp, err = mcp.New(mcp.Config{Options: mcpOpts, Registry: a.caps, Approvals: a.approvalSvc,
+		Hub: a.approvalHub, Confirmations: confirm.NewPostgres(pool), Log: log})
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
 	if err := a.startBackground(ctx, cfg, ctl, webCfg.SessionIdle); err != nil {
 		a.Close()
 		return nil, err
 	}
 	return a, nil
+}
+
+// ConsequentialCapabilities names the capabilities that take effect only
+// against a durable approval (ADR-0010), the ones approval rules may name,
+// read from the capabilities' descriptors (no handler runs).
+func ConsequentialCapabilities() []string {
+	var names []string
+	for _, c := range invoices.Capabilities(nil) {
+		if c.Risk == capability.RiskConsequential {
+			names = append(names, c.Name)
+		}
+	}
+	return names
 }
 
 // startChat builds the step loop over the capability registry, with the
@@ -148,6 +185,9 @@ func (a *App) startApprovals(ctx context.Context, policy approvals.Policy) error
 	}
 	a.approvalGate = approvals.NewGate(policy, a.events)
 	a.approvalSvc = approvals.NewService(a.pool, policy, a.approvalHub, a.events)
+	// Taking a user's authority away voids their decisions on open
+	// requests, in the same transaction (ADR-0012).
+	a.accounts = accounts.NewService(a.pool, a.approvalSvc)
 	return nil
 }
 
@@ -160,6 +200,9 @@ func (a *App) Capabilities() *capability.Registry { return a.caps }
 
 // Approvals is the approval service (decisions, waits) the CLI and tests use.
 func (a *App) Approvals() *approvals.Service { return a.approvalSvc }
+
+// Accounts administers users and tokens (the CLI and tests use it).
+func (a *App) Accounts() *accounts.Service { return a.accounts }
 
 // Collectors are the metrics of the app's own, for serve's registry.
 func (a *App) Collectors() []prometheus.Collector {
@@ -190,6 +233,9 @@ func (a *App) Close() {
 	if a.riverPool != nil {
 		a.riverPool.Close()
 		a.riverPool = nil
+	}
+	if a.mcp != nil {
+		a.mcp.Close()
 	}
 	if a.approvalHub != nil {
 		a.approvalHub.Close()

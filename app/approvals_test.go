@@ -20,6 +20,7 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/jsondoc"
+	"github.com/invoiced/invoiced/openapi/openapitest"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
@@ -172,7 +173,7 @@ func replica(t *testing.T, dbURL string) *apptest.Harness {
 	t.Cleanup(a.Close)
 	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return pool.Ping(ctx) })
 	a.Routes(e)
-	srv := httptest.NewServer(e)
+	srv := httptest.NewServer(openapitest.Wrap(t, e))
 	t.Cleanup(srv.Close)
 	return &apptest.Harness{URL: srv.URL, DBURL: dbURL, Pool: pool, App: a, Server: srv}
 }
@@ -311,8 +312,9 @@ func TestShutdownEndsStreamsAndPolls(t *testing.T) {
 	a.Routes(e)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	e.Listener = ln
-	go func() { _ = e.Start("") }()
+	// As e.Start serves it, with every exchange held to the document.
+	e.Server.Handler = openapitest.Wrap(t, e)
+	go func() { _ = e.Server.Serve(ln) }()
 	base := "http://" + ln.Addr().String()
 
 	get := func(path string) *http.Response {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/openapi"
 	"github.com/invoiced/invoiced/server"
@@ -36,6 +37,9 @@ const (
 	idConversation
 	idCapability
 	idStatic
+	idUser
+	idToken
+	idRule
 	idWebhookEndpoint
 	// idWebhookDelivery aims at a UUID that names no delivery (the setup
 	// makes none): its routes answer 404, or their refusals.
@@ -55,7 +59,6 @@ type fuzzRoute struct {
 var fuzzRoutes = []fuzzRoute{
 	{"GET", "/healthz", idNone},
 	{"GET", "/readyz", idNone},
-	{"GET", "/metrics", idNone},
 	{"GET", "/openapi.json", idNone},
 	{"GET", "/v1/me", idNone},
 	{"GET", "/v1/customers", idNone},
@@ -80,6 +83,9 @@ var fuzzRoutes = []fuzzRoute{
 	{"POST", "/v1/approvals/{}/cancel", idApproval},
 	{"POST", "/v1/chat", idNone},
 	{"GET", "/v1/conversations/{}", idConversation},
+	{"POST", "/mcp", idNone},
+	{"GET", "/mcp", idNone},
+	{"DELETE", "/mcp", idNone},
 	{"GET", "/", idNone},
 	{"GET", "/login", idNone},
 	{"POST", "/login", idNone},
@@ -91,6 +97,17 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/invoices", idNone},
 	{"GET", "/invoices/{}", idInvoice},
 	{"GET", "/static/{}", idStatic},
+	{"GET", "/v1/users", idNone},
+	{"GET", "/v1/users/{}", idUser},
+	{"PATCH", "/v1/users/{}", idUser},
+	{"GET", "/v1/users/{}/tokens", idUser},
+	{"POST", "/v1/tokens/{}/revoke", idToken},
+	{"GET", "/v1/approval-policy", idNone},
+	{"POST", "/v1/approval-policy/rules", idNone},
+	{"DELETE", "/v1/approval-policy/rules/{}", idRule},
+	// Added routes go last: the corpus names routes by index.
+	{"GET", "/v1/invoices/{}/pdf", idInvoice},
+	{"GET", "/invoices/{}/pdf", idInvoice},
 	{"POST", "/v1/webhook-endpoints", idNone},
 	{"GET", "/v1/webhook-endpoints", idNone},
 	{"GET", "/v1/webhook-endpoints/{}", idWebhookEndpoint},
@@ -123,6 +140,9 @@ type fuzzEnv struct {
 	invoice   string
 	approval  string
 	conv      string
+	user      string
+	token     string
+	rule      string
 	endpoint  string
 	capNames  []string
 	client    *http.Client
@@ -135,12 +155,16 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 	t.Helper()
 	sc, err := model.NewScripted(model.Script{Default: []model.ScriptStep{{Text: "I can list, draft and issue invoices."}}})
 	require.NoError(t, err)
-	h := apptest.New(t, apptest.Options{Config: app.Config{Model: sc}})
+	h := apptest.New(t, apptest.Options{Config: app.Config{Model: sc, Seller: document.Party{Name: "Fuzz Seller"}}})
 	_, admin := h.User(t, "fz-admin", identity.RoleAdmin)
 	_, clerk := h.User(t, "fz-clerk", identity.RoleClerk)
 	_, approver := h.User(t, "fz-approver", identity.RoleApprover)
+	// The user administration routes aim at a user of their own (whose
+	// token the fuzz may revoke), never at one whose token it sends.
+	target, _ := h.User(t, "fz-target", identity.RoleApprover)
 	env := &fuzzEnv{
 		h:      h,
+		user:   target.ID.String(),
 		tokens: []string{admin, clerk, approver},
 		client: &http.Client{
 			Timeout:       10 * time.Second,
@@ -176,6 +200,15 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 		"messages": []any{map[string]any{"id": "u1", "role": "user", "parts": []any{map[string]any{"type": "text", "text": "hello"}}}}})
 	require.Equal(t, 200, resp.StatusCode, string(resp.Body))
 
+	var toks struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	resp = h.Do(t, "GET", "/v1/users/"+env.user+"/tokens", admin, nil)
+	require.Equal(t, 200, resp.StatusCode, string(resp.Body))
+	resp.JSON(t, &toks)
+	require.Len(t, toks.Data, 1)
+	env.token = toks.Data[0].ID
+
 	// A public address (an IP literal, so no DNS): the service refuses
 	// private ones.
 	var ep struct{ ID string }
@@ -194,6 +227,15 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 		env.capNames = append(env.capNames, c.Name)
 	}
 	require.NotEmpty(t, env.capNames)
+
+	var policy struct {
+		Rules []struct{ ID string } `json:"rules"`
+	}
+	resp = h.Do(t, "GET", "/v1/approval-policy", admin, nil)
+	require.Equal(t, 200, resp.StatusCode, string(resp.Body))
+	resp.JSON(t, &policy)
+	require.NotEmpty(t, policy.Rules)
+	env.rule = policy.Rules[0].ID
 	return env
 }
 
@@ -212,6 +254,10 @@ func (env *fuzzEnv) fingerprint(t testing.TB) string {
 		(SELECT count(*) FROM confirmations),
 		(SELECT count(*) FROM conversation_messages),
 		(SELECT count(*) FROM web_sessions),
+		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM users),
+		(SELECT count(*) FILTER (WHERE revoked_at IS NOT NULL) FROM api_tokens),
+		(SELECT count(*) FROM approval_policy_versions),
+		(SELECT count(*) || ':' || count(to_version) FROM approval_policy_rules),
 		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM webhook_endpoints),
 		(SELECT count(*) || ':' || coalesce(sum(attempts), 0) FROM webhook_deliveries)) || '#' || concat_ws('|',
 		(SELECT count(*) FROM audit_events),
@@ -243,6 +289,12 @@ func (env *fuzzEnv) pathFor(r fuzzRoute, in fuzzInput) string {
 			arg = env.capNames[int(h.Sum32()%uint32(len(env.capNames)))]
 		case idStatic:
 			arg = "app.css"
+		case idUser:
+			arg = env.user
+		case idToken:
+			arg = env.token
+		case idRule:
+			arg = env.rule
 		case idWebhookEndpoint, idWebhookDelivery:
 			arg = env.endpoint
 		}
@@ -429,6 +481,37 @@ func fuzzSeeds() []fuzzInput {
 		`{"id":"c5","messages":null}`,
 	} {
 		add("POST", "/v1/chat", 1, "", b)
+	}
+	for _, b := range []string{
+		`{"role":"clerk"}`, `{"role":"approver","disabled":false,"email":"t@fuzz.example","display_name":"Target"}`,
+		`{"role":null}`, `{"role":"root"}`, `{"disabled":"yes"}`, `{"email":"not an address"}`, `{"email":null}`,
+		`{"email":"a@b@c"}`, `{"display_name":null}`, `{"username":"other"}`, `{}`, `[]`, `{"role":"clerk"}{}`,
+		"{\"display_name\":\"T\x00\"}", "{\"display_name\":\"\xff\"}", `{"role":"clerk","role":"admin"}`,
+	} {
+		add("PATCH", "/v1/users/{}", 0, "", b)
+		add("PATCH", "/v1/users/{}", 1, "", b)
+	}
+	for _, q := range []string{"limit=0", "limit=101", "cursor=abc", "cursor=eyJ4IjoxfQ", "limit=1"} {
+		add("GET", "/v1/users", 0, q, "")
+		add("GET", "/v1/users/{}/tokens", 0, q, "")
+	}
+	add("POST", "/v1/tokens/{}/revoke", 2, "", "")
+	for _, b := range []string{
+		`{"capability":"issue-invoice","currency":"JPY","min_amount":1000000,"approvers":2}`,
+		`{"capability":"issue-invoice","currency":"*","min_amount_major":10000,"approvers":3}`,
+		`{"capability":"issue-invoice","currency":"*","min_amount":1000000,"approvers":2}`,
+		`{"capability":"list-invoices","currency":"EUR","min_amount":1,"approvers":2}`,
+		`{"capability":"issue-invoice","currency":"eur","min_amount":-1,"approvers":11}`,
+		`{"capability":"issue-invoice","currency":"EUR","min_amount":9007199254740992,"approvers":2}`,
+		`{"capability":"issue-invoice","currency":"EUR","min_amount":1e400,"approvers":2}`,
+		`{"capability":null,"currency":null,"min_amount":null,"approvers":null}`,
+		`{}`,
+	} {
+		add("POST", "/v1/approval-policy/rules", 0, "", b)
+		add("POST", "/v1/approval-policy/rules", 1, "", b)
+	}
+	for _, q := range []string{"version=1", "version=0", "version=-1", "version=99999999999999999999", "version=x"} {
+		add("GET", "/v1/approval-policy", 0, q, "")
 	}
 	add("POST", "/login", 3, "", "username=fz-admin&password=wrong")
 	seeds = append(seeds,

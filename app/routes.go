@@ -1,8 +1,10 @@
 package app
 
 import (
+	"net/http"
 	"strings"
 
+	"github.com/invoiced/invoiced/accounts"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability/caphttp"
 	"github.com/invoiced/invoiced/idempotency"
@@ -29,11 +31,20 @@ func (a *App) Routes(e *echo.Echo) {
 	me := &identity.Handler{DB: a.pool}
 	v1.GET("/me", me.Me)
 
+	// User administration: admins only (DESIGN.md §7).
+	admins := identity.RequireRole(identity.RoleAdmin)
+	us := &accounts.Handler{Svc: a.accounts}
+	v1.GET("/users", us.List, admins)
+	v1.GET("/users/:id", us.Get, admins)
+	v1.PATCH("/users/:id", us.Update, admins)
+	v1.GET("/users/:id/tokens", us.Tokens, admins)
+	v1.POST("/tokens/:id/revoke", us.TokenRevoke, admins)
+
 	caps := &caphttp.Handler{Registry: a.caps}
 	v1.GET("/capabilities", caps.List)
 	v1.POST("/capabilities/:name/invoke", caps.Invoke)
 
-	inv := &invoices.Handler{Caps: caps}
+	inv := &invoices.Handler{Caps: caps, Seller: a.seller}
 	v1.POST("/customers", inv.CustomerCreate)
 	v1.GET("/customers", inv.CustomerList)
 	v1.GET("/customers/:id", inv.CustomerGet)
@@ -41,6 +52,7 @@ func (a *App) Routes(e *echo.Echo) {
 	v1.POST("/invoices", inv.InvoiceCreate)
 	v1.GET("/invoices", inv.InvoiceList)
 	v1.GET("/invoices/:id", inv.InvoiceGet)
+	v1.GET("/invoices/:id/pdf", inv.InvoicePDF)
 	v1.PATCH("/invoices/:id", inv.InvoiceUpdate)
 	v1.DELETE("/invoices/:id", inv.InvoiceDelete)
 	v1.POST("/invoices/:id/issue", inv.InvoiceIssue)
@@ -54,11 +66,24 @@ func (a *App) Routes(e *echo.Echo) {
 	v1.POST("/approvals/:id/approve", ap.Approve)
 	v1.POST("/approvals/:id/deny", ap.Deny)
 	v1.POST("/approvals/:id/cancel", ap.Cancel)
+	// The approval policy (ADR-0014) is the admins'.
+	pol := &approvals.PolicyHandler{Svc: a.approvalSvc}
+	v1.GET("/approval-policy", pol.Get, admins)
+	v1.POST("/approval-policy/rules", pol.SetRule, admins)
+	v1.DELETE("/approval-policy/rules/:id", pol.DeleteRule, admins)
 	// Event streams and long polls end when shutdown begins instead of
 	// holding it for the whole grace period.
 	e.Server.RegisterOnShutdown(a.approvalHub.Close)
 
 	a.webhookRoutes(v1)
+
+	// MCP clients (ADR-0015): JSON-RPC over Streamable HTTP, outside /v1
+	// and REST. Bearer tokens only (nil: no inbox cookie, so no CSRF);
+	// approvers get a server without tools. Sessions close when shutdown
+	// begins, so their open streams do not hold it.
+	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp",
+		echo.WrapHandler(a.mcp.Handler()), identity.Authenticate(a.pool, nil), a.mcp.RecheckStreams)
+	e.Server.RegisterOnShutdown(a.mcp.Shutdown)
 
 	// The step loop (ADR-0002): clerks and admins chat; an approver reads
 	// and decides approvals only (DESIGN.md §7). Running turns end when
@@ -86,6 +111,7 @@ func (a *App) Routes(e *echo.Echo) {
 	e.POST("/approvals/:id/deny", w.Page(w.Decide(approvals.DecisionDeny)), sec)
 	e.GET("/invoices", w.Page(w.Invoices), sec)
 	e.GET("/invoices/:id", w.Page(w.Invoice), sec)
+	e.GET("/invoices/:id/pdf", w.Page(w.InvoicePDF), sec)
 }
 
 // webhookRoutes mounts the webhook endpoints and their deliveries: admins

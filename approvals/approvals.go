@@ -75,6 +75,15 @@ type Decision struct {
 	Decision  string    `json:"decision"`
 	Reason    string    `json:"reason,omitempty"`
 	DecidedAt time.Time `json:"decided_at"`
+	// Counts is false once the decision was voided: its approver lost the
+	// authority to decide while the request was open (VoidedAt, VoidReason
+	// say when and why). A voided decision never counts again.
+	Counts     bool       `json:"counts"`
+	VoidedAt   *time.Time `json:"voided_at,omitempty"`
+	VoidReason VoidReason `json:"void_reason,omitempty"`
+
+	// approver is the approver's authority as the decision was read.
+	approver authority
 }
 
 // The decisions an approver can make.
@@ -83,7 +92,10 @@ const (
 	DecisionDeny    = "deny"
 )
 
-// Approval is an approval request with its decisions.
+// Approval is an approval request with its decisions. RequiredApprovals
+// is how many distinct approvers it needs: what the policy it was raised
+// under (Policy; nil for requests older than migration 00012) asked, or
+// more once a stricter policy version (RequiredRaisedBy) applied to it.
 type Approval struct {
 	ID                uuid.UUID       `json:"id"`
 	Capability        string          `json:"capability"`
@@ -98,6 +110,8 @@ type Approval struct {
 	RequestedVia      capability.Path `json:"requested_via"`
 	Reason            string          `json:"reason,omitempty"`
 	RequiredApprovals int             `json:"required_approvals"`
+	Policy            *PolicyRef      `json:"policy,omitempty"`
+	RequiredRaisedBy  *int64          `json:"required_raised_by_version,omitempty"`
 	Approvals         int             `json:"approvals"`
 	Decisions         []Decision      `json:"decisions"`
 	CreatedAt         time.Time       `json:"created_at"`
@@ -109,6 +123,14 @@ type Approval struct {
 	Version           int64           `json:"version"`
 
 	expiryReported bool
+}
+
+// PolicyRef names the policy version and tier a request was raised under,
+// and what that tier required (RuleID nil: no tier reached, one approver).
+type PolicyRef struct {
+	Version           int64      `json:"version"`
+	RuleID            *uuid.UUID `json:"rule_id"`
+	RequiredApprovals int        `json:"required_approvals"`
 }
 
 // Cursor is the request's position in the inbox's keyset order.
@@ -125,8 +147,16 @@ func refusal(status int, code, detail string, a *Approval) *problem.Error {
 	return e
 }
 
+// requiredProblem says how far request a is: approvals and
+// required_approvals let a frontend show the remaining count.
 func requiredProblem(a *Approval) *problem.Error {
-	return refusal(http.StatusForbidden, CodeApprovalRequired,
-		fmt.Sprintf("%s needs an approval: request %s is %s with %d of %d approvals; call again once it is approved",
-			a.Capability, a.ID, a.Status, a.Approvals, a.RequiredApprovals), a)
+	voided := ""
+	if n := a.voided(); n > 0 {
+		voided = fmt.Sprintf(" (%d decision(s) no longer count: their approver lost the authority to decide)", n)
+	}
+	e := refusal(http.StatusForbidden, CodeApprovalRequired,
+		fmt.Sprintf("%s needs an approval: request %s is %s with %d of %d approvals%s; call again once it is approved",
+			a.Capability, a.ID, a.Status, a.Approvals, a.RequiredApprovals, voided), a)
+	e.Extra["approvals"], e.Extra["required_approvals"] = a.Approvals, a.RequiredApprovals
+	return e
 }

@@ -45,7 +45,10 @@ var inputHashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // for the binding (capability, target, effective-input hash) and:
 //   - approved, same target version, unexpired: consumes it and returns
 //     the Grant (the caller applies the effect and commits), unless the
-//     caller is one of its approvers (403 FORBIDDEN, nothing spent);
+//     caller is one of its approvers (403 FORBIDDEN, nothing spent) or
+//     an approver it counted may no longer decide (their decision is
+//     voided; short of its count, the request is pending again and the
+//     answer APPROVAL_REQUIRED);
 //   - pending, same version: APPROVAL_REQUIRED with its id (reuse);
 //   - open but for an older target version: marks it superseded and
 //     answers APPROVAL_STALE; the next call requests anew;
@@ -83,17 +86,29 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 			}
 			return capability.Grant{}, store.CommitAnd(expiredProblem(a))
 		}
-		if a.Status == StatusPending {
-			if err := decisionsLoad(ctx, tx, []*Approval{a}); err != nil {
-				return capability.Grant{}, err
-			}
-			return capability.Grant{}, requiredProblem(a)
-		}
 		if err := decisionsLoad(ctx, tx, []*Approval{a}); err != nil {
 			return capability.Grant{}, err
 		}
+		if reopened, err := g.applyCurrentPolicy(ctx, tx, call, a, now); err != nil {
+			return capability.Grant{}, err
+		} else if reopened {
+			return capability.Grant{}, store.CommitAnd(policyRaisedProblem(a))
+		}
+		if a.Status == StatusPending {
+			return capability.Grant{}, requiredProblem(a)
+		}
 		if err := checkNotDecider(call, a); err != nil {
 			return capability.Grant{}, err
+		}
+		// Recounted under the row lock: only decisions of approvers who
+		// may still decide count (ADR-0012).
+		if voids := lapsed(a); voids != nil {
+			if err := voidTx(ctx, tx, a, voids, systemActor, now, g.policy.PendingTTL); err != nil {
+				return capability.Grant{}, err
+			}
+			if a.Status != StatusApproved {
+				return capability.Grant{}, store.CommitAnd(requiredProblem(a))
+			}
 		}
 		return g.consume(ctx, tx, call, a, now)
 	case StatusDenied:
@@ -112,6 +127,30 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 	// Cancelled, superseded, consumed, or an expiry already reported: the
 	// caller asks anew.
 	return capability.Grant{}, g.request(ctx, tx, call, target, now)
+}
+
+// applyCurrentPolicy applies to the locked open request a the stricter of
+// the rule it was raised under and the rule in force (ADR-0014), and
+// reports whether a, approved, returned to pending. A policy change
+// raises the open requests it sees, under their row locks, so a consume
+// racing it is judged by the rule in force when it commits; a request
+// raised while the change was committing is not among them, and is
+// raised here when it is used. A raised requirement that a's approvals
+// still meet is recorded and the caller's transaction goes on to consume.
+func (g *Gate) applyCurrentPolicy(ctx context.Context, tx pgx.Tx, call capability.Call, a *Approval, now time.Time) (bool, error) {
+	req, err := requirementGet(ctx, tx, a.Capability, a.Amount, a.Currency)
+	if err != nil {
+		return false, err
+	}
+	was := a.Status
+	ev, err := raiseTx(ctx, tx, a, req, g.policy.PendingTTL, now, callActor(call))
+	if err != nil || ev == nil {
+		return false, err
+	}
+	if _, err := audit.AppendTx(ctx, tx, *ev); err != nil {
+		return false, err
+	}
+	return was == StatusApproved && a.Status == StatusPending, nil
 }
 
 // checkNotDecider refuses to spend an approval on a call by one of its
@@ -190,7 +229,11 @@ func requestReason(input json.RawMessage) string {
 // request creates a pending request for the call, unless no eligible
 // approver could ever decide it.
 func (g *Gate) request(ctx context.Context, tx pgx.Tx, call capability.Call, target capability.Target, now time.Time) error {
-	required := g.policy.Required(call.Name, target.Amount, target.Currency)
+	req, err := requirementGet(ctx, tx, call.Name, target.Amount, target.Currency)
+	if err != nil {
+		return err
+	}
+	required := req.Approvers
 	eligible, err := identity.UserCountDeciders(ctx, tx, call.Principal.UserID)
 	if err != nil {
 		return err
@@ -211,8 +254,8 @@ func (g *Gate) request(ctx context.Context, tx pgx.Tx, call capability.Call, tar
 		ID: id, Capability: call.Name, Input: call.Input, InputHash: call.InputHash,
 		Target: Target{Type: target.Type, ID: target.ID, Version: target.Version}, Amount: target.Amount, Currency: target.Currency,
 		Snapshot: snapshot, RequestedBy: UserRef{ID: call.Principal.UserID}, RequestedVia: call.Via, Reason: requestReason(call.Input),
-		RequiredApprovals: required, CreatedAt: now, ExpiresAt: now.Add(g.policy.PendingTTL),
-	}); err != nil {
+		CreatedAt: now, ExpiresAt: now.Add(g.policy.PendingTTL),
+	}, req); err != nil {
 		return err
 	}
 	a, err := approvalGet(ctx, tx, id, "")
@@ -224,6 +267,7 @@ func (g *Gate) request(ctx context.Context, tx pgx.Tx, call capability.Call, tar
 	}
 	if _, err := audit.AppendTx(ctx, tx, callActor(call).event("approval.requested", a, map[string]any{
 		"input_hash": a.InputHash, "amount": a.Amount, "currency": a.Currency, "required_approvals": required,
+		"policy_version": req.Version, "rule_id": a.Policy.RuleID,
 	})); err != nil {
 		return err
 	}

@@ -354,32 +354,6 @@ func TestQuorumNeedsDistinctApprovers(t *testing.T) {
 	require.Equal(t, approvals.StatusApproved, b.approve(t, b.appr1, smallID).Status)
 }
 
-func TestPolicyRequired(t *testing.T) {
-	t.Parallel()
-	p := approvals.Policy{}
-	for _, tc := range []struct {
-		capName  string
-		amount   int64
-		currency string
-		want     int
-	}{
-		{"issue-invoice", 999_999, "EUR", 1},
-		{"issue-invoice", 1_000_000, "EUR", 2},
-		{"issue-invoice", -1_000_000, "EUR", 2},
-		{"issue-invoice", 9_999, "JPY", 1},
-		{"issue-invoice", 10_000, "JPY", 2},
-		{"issue-invoice", 9_999_999, "BHD", 1},
-		{"issue-invoice", 10_000_000, "BHD", 2},
-		{"issue-invoice", 1, "XXX", 2},
-		{"delete-invoice", 1 << 60, "EUR", 1},
-	} {
-		require.Equal(t, tc.want, p.Required(tc.capName, tc.amount, tc.currency), "%+v", tc)
-	}
-	custom := approvals.Policy{Quorum: 3, QuorumThreshold: 50}
-	require.Equal(t, 3, custom.Required("issue-invoice", 5_000, "USD"))
-	require.Equal(t, 1, custom.Required("issue-invoice", 4_999, "USD"))
-}
-
 func TestDecidersPolicy(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -37,8 +37,9 @@ type Hub struct {
 	cfg *pgx.ConnConfig
 	log *slog.Logger
 
-	mu     sync.Mutex
-	subs   map[chan Change]struct{}
+	mu sync.Mutex
+	// subs maps each subscription to whether Subscribers counts it.
+	subs   map[chan Change]bool
 	closed bool
 
 	cancel context.CancelFunc
@@ -48,7 +49,7 @@ type Hub struct {
 // NewHub returns a hub that will LISTEN over a connection made from cfg
 // (copied; typically the pool's ConnConfig).
 func NewHub(cfg *pgx.ConnConfig, log *slog.Logger) *Hub {
-	return &Hub{cfg: cfg.Copy(), log: log, subs: map[chan Change]struct{}{}}
+	return &Hub{cfg: cfg.Copy(), log: log, subs: map[chan Change]bool{}}
 }
 
 // Start connects and LISTENs before it returns, so a subscriber that
@@ -149,7 +150,14 @@ func (h *Hub) run(ctx context.Context, conn *pgx.Conn) {
 // that ends the subscription. The channel is closed when the subscriber
 // lags by more than subscriberBuffer changes or the hub closes; after
 // Close it is returned closed.
-func (h *Hub) Subscribe() (<-chan Change, func()) {
+func (h *Hub) Subscribe() (<-chan Change, func()) { return h.subscribe(true) }
+
+// Watch is Subscribe for a watcher that lasts as long as the process (the
+// MCP endpoint's, which announces changes to its sessions). Subscribers
+// does not count it: it counts the long polls and streams waiting now.
+func (h *Hub) Watch() (<-chan Change, func()) { return h.subscribe(false) }
+
+func (h *Hub) subscribe(counted bool) (<-chan Change, func()) {
 	ch := make(chan Change, subscriberBuffer)
 	h.mu.Lock()
 	if h.closed {
@@ -157,7 +165,7 @@ func (h *Hub) Subscribe() (<-chan Change, func()) {
 		h.mu.Unlock()
 		return ch, func() {}
 	}
-	h.subs[ch] = struct{}{}
+	h.subs[ch] = counted
 	h.mu.Unlock()
 	return ch, func() {
 		h.mu.Lock()
@@ -174,7 +182,13 @@ func (h *Hub) Subscribe() (<-chan Change, func()) {
 func (h *Hub) Subscribers() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.subs)
+	n := 0
+	for _, counted := range h.subs {
+		if counted {
+			n++
+		}
+	}
+	return n
 }
 
 func (h *Hub) publish(c Change) {

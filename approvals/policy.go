@@ -1,42 +1,38 @@
 package approvals
 
 import (
+	"math"
 	"slices"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/money"
 )
 
-// Policy says how many approvals a request needs and how long requests and
-// approvals live. The zero value of a field means its default, so a
-// partially filled Policy is valid.
+// Policy holds the approval settings that are configuration rather than
+// data: how long requests and approvals live, the clock, and which
+// capabilities the gate guards. How many approvers a call needs is data
+// (RuleSet), owned by admins. The zero value of a field means its default,
+// so a partially filled Policy is valid.
 type Policy struct {
 	// PendingTTL is how long a request waits for its decisions (default
-	// 72 h: a long weekend plus a working day).
+	// 72 h: a long weekend plus a working day). A request that a stricter
+	// policy returns to pending waits this long again.
 	PendingTTL time.Duration
 	// ApprovedTTL is how long an approval stays usable once decided
 	// (default 24 h), so a stale approval cannot be spent weeks later.
 	ApprovedTTL time.Duration
-	// QuorumThreshold is the amount, in major units of the target's
-	// currency, at or above which QuorumCapabilities need Quorum distinct
-	// approvers (default 10,000).
-	QuorumThreshold int64
-	// Quorum is the number of distinct approvers above the threshold
-	// (default 2).
-	Quorum int
-	// QuorumCapabilities are the capabilities the quorum applies to
-	// (default issue-invoice: deleting a draft moves no money).
-	QuorumCapabilities []string
+	// Capabilities names the consequential capabilities, the only ones an
+	// approval rule may name; app fills it from the capability registry.
+	Capabilities []string
 	// Now is the clock (default time.Now); tests set it to move time.
 	Now func() time.Time
 }
 
 // The defaults of DESIGN.md §3 ADR-0010.
 const (
-	DefaultPendingTTL      = 72 * time.Hour
-	DefaultApprovedTTL     = 24 * time.Hour
-	DefaultQuorumThreshold = 10_000
-	DefaultQuorum          = 2
+	DefaultPendingTTL  = 72 * time.Hour
+	DefaultApprovedTTL = 24 * time.Hour
 )
 
 // withDefaults fills zero fields.
@@ -46,15 +42,6 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.ApprovedTTL <= 0 {
 		p.ApprovedTTL = DefaultApprovedTTL
-	}
-	if p.QuorumThreshold <= 0 {
-		p.QuorumThreshold = DefaultQuorumThreshold
-	}
-	if p.Quorum <= 0 {
-		p.Quorum = DefaultQuorum
-	}
-	if p.QuorumCapabilities == nil {
-		p.QuorumCapabilities = []string{"issue-invoice"}
 	}
 	if p.Now == nil {
 		p.Now = time.Now
@@ -66,34 +53,110 @@ func (p Policy) withDefaults() Policy {
 // precision, so what is stored compares equal to what was computed.
 func (p Policy) now() time.Time { return p.Now().UTC().Truncate(time.Microsecond) }
 
-// Required returns how many distinct approvers a call of capability on an
-// amount (minor units of currency) needs. An unknown currency needs the
-// quorum: failing safe costs one more approver, failing open costs money.
-func (p Policy) Required(capability string, amount int64, currency string) int {
-	p = p.withDefaults()
-	if !slices.Contains(p.QuorumCapabilities, capability) {
-		return 1
+// AnyCurrency is how the API and the CLI name the currency of a rule that
+// applies to every currency without rules of its own.
+const AnyCurrency = "*"
+
+// MaxThreshold bounds a rule's threshold: 2^53 − 1, the largest amount an
+// invoice holds (ADR-0011 §1), in either unit.
+const MaxThreshold = 1<<53 - 1
+
+// Rule is one tier of the approval policy: a call of Capability on an
+// amount in Currency at or above the threshold needs Approvers distinct
+// approvers.
+type Rule struct {
+	ID         uuid.UUID `json:"id"`
+	Capability string    `json:"capability"`
+	// Currency is an ISO 4217 code, or AnyCurrency: then the rule applies
+	// to every currency for which Capability has no rule of its own.
+	Currency string `json:"currency"`
+	// MinAmount is the threshold in minor units of Currency; nil for an
+	// AnyCurrency rule.
+	MinAmount *int64 `json:"min_amount,omitempty"`
+	// MinAmountMajor is the threshold of an AnyCurrency rule, in major
+	// units of whichever currency the call is in: a minor unit of one
+	// currency is not a minor unit of another.
+	MinAmountMajor *int64 `json:"min_amount_major,omitempty"`
+	Approvers      int    `json:"approvers"`
+	// FromVersion is the policy version that set the rule; ToVersion the
+	// one that replaced or deleted it (nil while in force).
+	FromVersion int64  `json:"from_version"`
+	ToVersion   *int64 `json:"to_version,omitempty"`
+}
+
+// threshold returns the rule's threshold in minor units of currency.
+// An AnyCurrency rule on a currency whose exponent is unknown is reached
+// by every amount: failing safe costs an approver, failing open money.
+func (r *Rule) threshold(currency string) int64 {
+	if r.MinAmount != nil {
+		return *r.MinAmount
 	}
 	exp, ok := money.Exponent(currency)
 	if !ok {
-		return p.Quorum
+		return 0
 	}
-	threshold := p.QuorumThreshold
+	t := *r.MinAmountMajor
 	for range exp {
-		if threshold > (1<<63-1)/10 {
-			return 1 // a threshold beyond int64 is never reached
+		if t > math.MaxInt64/10 {
+			return math.MaxInt64 // beyond any amount
 		}
-		threshold *= 10
+		t *= 10
 	}
-	// A credit of the same size moves as much money as a charge.
+	return t
+}
+
+// RuleSet is the approval policy at one version: its rules in force.
+type RuleSet struct {
+	Version   int64     `json:"version"`
+	ChangedAt time.Time `json:"changed_at"`
+	// ChangedBy is the admin who made this version; nil for the seed.
+	ChangedBy *UserRef `json:"changed_by"`
+	Rules     []Rule   `json:"rules"`
+}
+
+// ResourceVersion is the policy version, sent as the ETag.
+func (s *RuleSet) ResourceVersion() int64 { return s.Version }
+
+// Requirement is how many distinct approvers a call needs under a policy
+// version, and the tier that says so (nil: no tier reached, one approver).
+type Requirement struct {
+	Version   int64
+	Rule      *Rule
+	Approvers int
+}
+
+// Required returns what a call of capability on amount (minor units of
+// currency) needs. The capability's rules for currency apply if it has
+// any, else its AnyCurrency rules. Of the tiers the amount reaches the one
+// asking most approvers applies, so a larger amount never needs fewer
+// whatever order tiers were set in; below every tier one approver decides.
+// A credit moves as much money as a charge of the same size, so the
+// amount's magnitude counts.
+func (s *RuleSet) Required(capability string, amount int64, currency string) Requirement {
+	own := slices.ContainsFunc(s.Rules, func(r Rule) bool { return r.Capability == capability && r.Currency == currency })
+	want := currency
+	if !own {
+		want = AnyCurrency
+	}
 	if amount < 0 {
-		if amount == -1<<63 {
-			return p.Quorum
+		amount = -max(amount, -math.MaxInt64)
+	}
+	req := Requirement{Version: s.Version, Approvers: 1}
+	var reached int64
+	for i := range s.Rules {
+		r := &s.Rules[i]
+		if r.Capability != capability || r.Currency != want {
+			continue
 		}
-		amount = -amount
+		t := r.threshold(currency)
+		if amount < t {
+			continue
+		}
+		// Of equal counts the higher tier is named: it is the one the
+		// amount is judged by.
+		if r.Approvers > req.Approvers || (r.Approvers == req.Approvers && (req.Rule == nil || t > reached)) {
+			req.Rule, req.Approvers, reached = r, r.Approvers, t
+		}
 	}
-	if amount >= threshold {
-		return p.Quorum
-	}
-	return 1
+	return req
 }

@@ -62,39 +62,52 @@ func (s *Service) Decide(ctx context.Context, p identity.Principal, via capabili
 	if err := checkDecision(decision, reason); err != nil {
 		return nil, err
 	}
-	return s.change(ctx, id, ifMatch, func(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time) (*Approval, error) {
-		u, err := identity.UserGetByID(ctx, tx, p.UserID)
+	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Approval, error) {
+		// The decider's row before the request's (see live.go): a change
+		// of their authority waits for this decision, or this decision
+		// for it and then sees it.
+		u, err := identity.UserLockShareTx(ctx, tx, p.UserID)
 		if err != nil {
 			return nil, err
 		}
-		switch {
-		case u.Disabled:
-			return nil, problem.Forbidden("your account is disabled")
-		case !u.Role.CanDecide():
-			return nil, problem.Forbidden("only approver and admin users decide approvals")
-		case a.RequestedBy.ID == u.ID:
-			return nil, problem.Forbidden("you requested this approval: another approver must decide it")
-		}
-		for _, d := range a.Decisions {
-			if d.Approver.ID != u.ID {
-				continue
-			}
-			if d.Decision == decision {
-				return a, nil
-			}
-			return nil, refusal(http.StatusConflict, CodeAlreadyDecided, fmt.Sprintf("you already decided %s on approval %s", d.Decision, a.ID), a)
-		}
-		if a.Status.Open() && !now.Before(a.ExpiresAt) {
-			if err := expireTx(ctx, tx, s.emit, a, now, false, systemActor); err != nil {
-				return nil, err
-			}
-			return nil, store.CommitAnd(refusal(http.StatusConflict, CodeApprovalExpired, fmt.Sprintf("approval %s expired at %s", a.ID, a.ExpiresAt.Format(time.RFC3339)), a))
-		}
-		if a.Status != StatusPending {
-			return nil, notPendingProblem(a)
-		}
-		return s.decideTx(ctx, tx, eventActor{id: u.ID.String(), name: u.Username, via: via}, u.ID, a, now, decision, reason)
+		return s.changeTx(ctx, tx, id, ifMatch, func(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time) (*Approval, error) {
+			return s.decideAs(ctx, tx, u, via, a, now, decision, reason)
+		})
 	})
+}
+
+// decideAs records u's decision on the locked request a, after the
+// checks that refuse who may not decide it or what cannot be decided.
+func (s *Service) decideAs(ctx context.Context, tx pgx.Tx, u *identity.User, via capability.Path, a *Approval, now time.Time, decision, reason string) (*Approval, error) {
+	switch {
+	case u.Disabled:
+		return nil, problem.Forbidden("your account is disabled")
+	case !u.Role.CanDecide():
+		return nil, problem.Forbidden("only approver and admin users decide approvals")
+	case a.RequestedBy.ID == u.ID:
+		return nil, problem.Forbidden("you requested this approval: another approver must decide it")
+	}
+	for _, d := range a.Decisions {
+		// A voided decision is history: its approver, entitled
+		// again, decides anew.
+		if d.Approver.ID != u.ID || !d.Counts {
+			continue
+		}
+		if d.Decision == decision {
+			return a, nil
+		}
+		return nil, refusal(http.StatusConflict, CodeAlreadyDecided, fmt.Sprintf("you already decided %s on approval %s", d.Decision, a.ID), a)
+	}
+	if a.Status.Open() && !now.Before(a.ExpiresAt) {
+		if err := expireTx(ctx, tx, s.emit, a, now, false, systemActor); err != nil {
+			return nil, err
+		}
+		return nil, store.CommitAnd(refusal(http.StatusConflict, CodeApprovalExpired, fmt.Sprintf("approval %s expired at %s", a.ID, a.ExpiresAt.Format(time.RFC3339)), a))
+	}
+	if a.Status != StatusPending {
+		return nil, notPendingProblem(a)
+	}
+	return s.decideTx(ctx, tx, eventActor{id: u.ID.String(), name: u.Username, via: via}, u.ID, a, now, decision, reason)
 }
 
 // checkDecision refuses a decision or reason that can never be recorded.
@@ -181,16 +194,23 @@ func (s *Service) change(ctx context.Context, id uuid.UUID, ifMatch int64,
 	fn func(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time) (*Approval, error),
 ) (*Approval, error) {
 	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Approval, error) {
-		now := s.policy.now()
-		a, err := approvalLockTx(ctx, tx, id)
-		if err != nil {
-			return nil, err
-		}
-		if err := capability.CheckIfMatch(ifMatch, a.Version); err != nil {
-			return nil, err
-		}
-		return fn(ctx, tx, a, now)
+		return s.changeTx(ctx, tx, id, ifMatch, fn)
 	})
+}
+
+// changeTx is change in the caller's transaction.
+func (s *Service) changeTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, ifMatch int64,
+	fn func(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time) (*Approval, error),
+) (*Approval, error) {
+	now := s.policy.now()
+	a, err := approvalLockTx(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := capability.CheckIfMatch(ifMatch, a.Version); err != nil {
+		return nil, err
+	}
+	return fn(ctx, tx, a, now)
 }
 
 func notPendingProblem(a *Approval) *problem.Error {

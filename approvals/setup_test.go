@@ -69,7 +69,7 @@ func setupOn(t *testing.T, db store.Executor) *bundle {
 		status text NOT NULL DEFAULT 'draft', amount bigint NOT NULL, currency text NOT NULL DEFAULT 'EUR')`)
 	require.NoError(t, err)
 	clk := clocktest.New(time.Date(2026, 8, 3, 9, 0, 0, 0, time.UTC))
-	pol := approvals.Policy{Now: clk.Now}
+	pol := approvals.Policy{Now: clk.Now, Capabilities: []string{"delete-invoice", "issue-invoice"}}
 	b := &bundle{
 		ctx: ctx, db: db, clock: clk,
 		gate: approvals.NewGate(pol, outboxtest.Emitter(t)),

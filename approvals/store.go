@@ -19,7 +19,8 @@ import (
 const approvalColumns = `r.id, r.capability, r.status, r.input, r.input_hash, r.target_type, r.target_id, r.target_version,
 	r.amount, r.currency, r.snapshot, r.requested_by, u.username, r.requested_via, r.reason, r.required_approvals,
 	r.created_at, r.updated_at, r.expires_at, r.decided_at, r.consumed_at, r.consumed_by,
-	r.expiry_reported_at IS NOT NULL, r.version`
+	r.expiry_reported_at IS NOT NULL, r.version,
+	r.policy_version, r.policy_rule_id, r.policy_required, r.required_raised_version`
 
 // approvalFrom joins the requester's name; FOR UPDATE OF r locks only the
 // request.
@@ -36,13 +37,22 @@ func utcPtr(t *time.Time) *time.Time {
 // scanApproval maps a row of approvalColumns; Decisions is empty until
 // decisionsLoad fills it.
 func scanApproval(row pgx.Row) (*Approval, error) {
-	var a Approval
+	var (
+		a              Approval
+		policyVersion  *int64
+		policyRule     *uuid.UUID
+		policyRequired *int
+	)
 	err := row.Scan(&a.ID, &a.Capability, &a.Status, &a.Input, &a.InputHash, &a.Target.Type, &a.Target.ID, &a.Target.Version,
 		&a.Amount, &a.Currency, &a.Snapshot, &a.RequestedBy.ID, &a.RequestedBy.Username, &a.RequestedVia, &a.Reason, &a.RequiredApprovals,
 		&a.CreatedAt, &a.UpdatedAt, &a.ExpiresAt, &a.DecidedAt, &a.ConsumedAt, &a.ConsumedBy,
-		&a.expiryReported, &a.Version)
+		&a.expiryReported, &a.Version,
+		&policyVersion, &policyRule, &policyRequired, &a.RequiredRaisedBy)
 	if err != nil {
 		return nil, err
+	}
+	if policyVersion != nil {
+		a.Policy = &PolicyRef{Version: *policyVersion, RuleID: policyRule, RequiredApprovals: *policyRequired}
 	}
 	a.CreatedAt, a.UpdatedAt, a.ExpiresAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC(), a.ExpiresAt.UTC()
 	a.DecidedAt, a.ConsumedAt = utcPtr(a.DecidedAt), utcPtr(a.ConsumedAt)
@@ -155,19 +165,60 @@ func approvalsDueLockTx(ctx context.Context, tx pgx.Tx, now time.Time, limit int
 	return due, nil
 }
 
+// approvalsDecidedByLockTx returns the open requests on which approver
+// has a decision that counts, locked in id order (the order every caller
+// that locks several requests takes them in). Decisions are not loaded.
+func approvalsDecidedByLockTx(ctx context.Context, tx pgx.Tx, approver uuid.UUID) ([]*Approval, error) {
+	rows, err := tx.Query(ctx, `SELECT `+approvalColumns+approvalFrom+`
+		WHERE r.status IN ('pending', 'approved')
+		  AND EXISTS (SELECT 1 FROM approval_decisions d WHERE d.request_id = r.id AND d.approver_id = $1 AND d.voided_at IS NULL)
+		ORDER BY r.id FOR UPDATE OF r`, approver)
+	if err != nil {
+		return nil, store.MapError(err, "approvals")
+	}
+	open, err := collectApprovals(rows)
+	if err != nil {
+		return nil, store.MapError(err, "approvals")
+	}
+	return open, nil
+}
+
 // approvalInsertTx inserts a pending request from a's ID, Capability,
 // Input, InputHash, Target, Amount, Currency, Snapshot, RequestedBy.ID,
-// RequestedVia, Reason, RequiredApprovals, CreatedAt and ExpiresAt.
-func approvalInsertTx(ctx context.Context, tx pgx.Tx, a *Approval) error {
+// RequestedVia, Reason, CreatedAt and ExpiresAt, raised under req.
+func approvalInsertTx(ctx context.Context, tx pgx.Tx, a *Approval, req Requirement) error {
+	var rule *uuid.UUID
+	if req.Rule != nil {
+		rule = &req.Rule.ID
+	}
 	_, err := tx.Exec(ctx, `
 		INSERT INTO approval_requests (id, capability, input_hash, input, target_type, target_id, target_version,
 			amount, currency, snapshot, status, requested_by, requested_via, reason, required_approvals,
-			created_at, updated_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $15, $16)`,
+			created_at, updated_at, expires_at, policy_version, policy_rule_id, policy_required)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $15, $16, $17, $18, $14)`,
 		a.ID, a.Capability, a.InputHash, string(a.Input), a.Target.Type, a.Target.ID, a.Target.Version,
-		a.Amount, a.Currency, string(a.Snapshot), a.RequestedBy.ID, string(a.RequestedVia), a.Reason, a.RequiredApprovals,
-		a.CreatedAt, a.ExpiresAt)
+		a.Amount, a.Currency, string(a.Snapshot), a.RequestedBy.ID, string(a.RequestedVia), a.Reason, req.Approvers,
+		a.CreatedAt, a.ExpiresAt, req.Version, rule)
 	return store.MapError(err, "approval")
+}
+
+// approvalRaiseTx records on the locked open request a that req asks more
+// approvers than it needed; reopen returns an approved request to pending
+// until expiresAt. a is updated to match.
+func approvalRaiseTx(ctx context.Context, tx pgx.Tx, a *Approval, req Requirement, reopen bool, expiresAt, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE approval_requests SET required_approvals = $2, required_raised_version = $3,
+			status = CASE WHEN $4 THEN 'pending' ELSE status END,
+			decided_at = CASE WHEN $4 THEN NULL ELSE decided_at END,
+			expires_at = $5, updated_at = $6, version = version + 1
+		WHERE id = $1`, a.ID, req.Approvers, req.Version, reopen, expiresAt, now)
+	if err != nil {
+		return store.MapError(err, "approval")
+	}
+	a.RequiredApprovals, a.RequiredRaisedBy, a.ExpiresAt, a.UpdatedAt, a.Version = req.Approvers, &req.Version, expiresAt, now, a.Version+1
+	if reopen {
+		a.Status, a.DecidedAt = StatusPending, nil
+	}
+	return nil
 }
 
 // approvalSetStatusTx moves a locked request to status.
@@ -214,6 +265,14 @@ func approvalDenyTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, now time.Time)
 func approvalApproveTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, now, expiresAt time.Time) error {
 	_, err := tx.Exec(ctx, `UPDATE approval_requests SET status = 'approved', decided_at = $2, updated_at = $2, expires_at = $3, version = version + 1 WHERE id = $1`,
 		id, now, expiresAt)
+	return store.MapError(err, "approval")
+}
+
+// approvalReopenTx returns a locked approved request to pending, open
+// for decisions until expiresAt.
+func approvalReopenTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, now, expiresAt time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE approval_requests SET status = 'pending', decided_at = NULL, updated_at = $2, expires_at = $3, version = version + 1
+		WHERE id = $1`, id, now, expiresAt)
 	return store.MapError(err, "approval")
 }
 
@@ -297,10 +356,11 @@ func decisionsLoad(ctx context.Context, db store.Executor, as []*Approval) error
 		byID[a.ID] = a
 	}
 	rows, err := db.Query(ctx, `
-		SELECT d.request_id, d.approver_id, u.username, d.decision, d.reason, d.decided_at
+		SELECT d.request_id, d.approver_id, u.username, d.decision, d.reason, d.decided_at, d.voided_at, d.void_reason,
+			u.role, u.disabled
 		FROM approval_decisions d JOIN users u ON u.id = d.approver_id
 		WHERE d.request_id = ANY($1)
-		ORDER BY d.decided_at, d.approver_id`, ids)
+		ORDER BY d.decided_at, d.id`, ids)
 	if err != nil {
 		return store.MapError(err, "approval decisions")
 	}
@@ -312,7 +372,7 @@ func decisionsLoad(ctx context.Context, db store.Executor, as []*Approval) error
 		}
 		a := byID[reqID]
 		a.Decisions = append(a.Decisions, d)
-		if d.Decision == DecisionApprove {
+		if d.Decision == DecisionApprove && d.Counts {
 			a.Approvals++
 		}
 	}
@@ -322,13 +382,19 @@ func decisionsLoad(ctx context.Context, db store.Executor, as []*Approval) error
 // scanDecision maps a decision row and the id of its request.
 func scanDecision(row pgx.Row) (uuid.UUID, Decision, error) {
 	var (
-		reqID uuid.UUID
-		d     Decision
+		reqID      uuid.UUID
+		d          Decision
+		voidReason *string
 	)
-	if err := row.Scan(&reqID, &d.Approver.ID, &d.Approver.Username, &d.Decision, &d.Reason, &d.DecidedAt); err != nil {
+	if err := row.Scan(&reqID, &d.Approver.ID, &d.Approver.Username, &d.Decision, &d.Reason, &d.DecidedAt, &d.VoidedAt, &voidReason,
+		&d.approver.role, &d.approver.disabled); err != nil {
 		return uuid.Nil, Decision{}, err
 	}
-	d.DecidedAt = d.DecidedAt.UTC()
+	d.DecidedAt, d.VoidedAt = d.DecidedAt.UTC(), utcPtr(d.VoidedAt)
+	d.Counts = d.VoidedAt == nil
+	if voidReason != nil {
+		d.VoidReason = VoidReason(*voidReason)
+	}
 	return reqID, d, nil
 }
 
@@ -336,5 +402,12 @@ func scanDecision(row pgx.Row) (uuid.UUID, Decision, error) {
 func decisionInsertTx(ctx context.Context, tx pgx.Tx, id, approverID uuid.UUID, decision, reason string, now time.Time) error {
 	_, err := tx.Exec(ctx, `INSERT INTO approval_decisions (request_id, approver_id, decision, reason, decided_at) VALUES ($1, $2, $3, $4, $5)`,
 		id, approverID, decision, reason, now)
+	return store.MapError(err, "approval decision")
+}
+
+// decisionVoidTx voids approverID's counting decision on request id.
+func decisionVoidTx(ctx context.Context, tx pgx.Tx, id, approverID uuid.UUID, reason VoidReason, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE approval_decisions SET voided_at = $3, void_reason = $4
+		WHERE request_id = $1 AND approver_id = $2 AND voided_at IS NULL`, id, approverID, now, string(reason))
 	return store.MapError(err, "approval decision")
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -39,6 +40,32 @@ const lockKey int64 = 0x61756469_74636861 // "auditcha"
 
 var genesis = make([]byte, sha256.Size)
 
+// Hash versions (migration 00013): what a row's hash covers besides the
+// previous hash and the event's canonical form.
+const (
+	// hashEventOnly: nothing else (rows appended before version 2).
+	hashEventOnly = 1
+	// hashRecordedAt: recorded_at too, as the 8-byte big-endian count of
+	// microseconds since 1970, PostgreSQL's precision.
+	hashRecordedAt = 2
+)
+
+// chainHash is a row's hash: SHA-256 over the previous row's hash, the
+// event's canonical form and, from hashRecordedAt on, recorded_at.
+func chainHash(version int16, prev, canon []byte, recordedAt time.Time) ([]byte, error) {
+	h := sha256.New()
+	h.Write(prev)
+	h.Write(canon)
+	switch version {
+	case hashEventOnly:
+	case hashRecordedAt:
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(recordedAt.UnixMicro())))
+	default:
+		return nil, fmt.Errorf("unknown hash version %d", version)
+	}
+	return h.Sum(nil), nil
+}
+
 // AppendTx appends ev to the chain in the caller's transaction and returns
 // its sequence number. OccurredAt defaults to now.
 func AppendTx(ctx context.Context, tx pgx.Tx, ev Event) (int64, error) {
@@ -55,15 +82,21 @@ func AppendTx(ctx context.Context, tx pgx.Tx, ev Event) (int64, error) {
 		return 0, fmt.Errorf("audit: canonical: %w", err)
 	}
 	// One round trip: take the lock, then link to the head and insert.
+	// The hash is computed here, in SQL, because recorded_at is the
+	// database's clock (chainHash is the same formula for Verify).
 	b := &pgx.Batch{}
 	b.Queue(`SELECT pg_advisory_xact_lock($1)`, lockKey)
 	b.Queue(`
-		WITH head AS (SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1)
-		INSERT INTO audit_events (seq, event, prev_hash, hash)
-		SELECT coalesce((SELECT seq FROM head), 0) + 1, $1::jsonb,
-		       coalesce((SELECT hash FROM head), $2),
-		       sha256(coalesce((SELECT hash FROM head), $2) || $3::bytea)
-		RETURNING seq`, canon, genesis, canon)
+		WITH head AS (SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1),
+		     link AS (SELECT coalesce((SELECT seq FROM head), 0) + 1 AS seq,
+		                     coalesce((SELECT hash FROM head), $2) AS prev_hash,
+		                     now() AS recorded_at)
+		INSERT INTO audit_events (seq, event, prev_hash, hash, hash_version, recorded_at)
+		SELECT seq, $1::jsonb, prev_hash,
+		       sha256(prev_hash || $3::bytea || int8send((extract(epoch FROM recorded_at) * 1000000)::bigint)),
+		       $4, recorded_at
+		  FROM link
+		RETURNING seq`, canon, genesis, canon, hashRecordedAt)
 	br := tx.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
 		br.Close()
@@ -132,7 +165,7 @@ func VerifyAnchored(ctx context.Context, db store.Executor, anchor *Head) (Head,
 }
 
 func verify(ctx context.Context, db store.Executor, anchor *Head) (Head, error) {
-	rows, err := db.Query(ctx, `SELECT seq, event::text, prev_hash, hash FROM audit_events ORDER BY seq`)
+	rows, err := db.Query(ctx, `SELECT seq, event::text, prev_hash, hash, hash_version, recorded_at FROM audit_events ORDER BY seq`)
 	if err != nil {
 		return Head{}, store.MapError(err, "audit events")
 	}
@@ -143,8 +176,10 @@ func verify(ctx context.Context, db store.Executor, anchor *Head) (Head, error) 
 			seq             int64
 			event           string
 			prevHash, hashV []byte
+			version         int16
+			recordedAt      time.Time
 		)
-		if err := rows.Scan(&seq, &event, &prevHash, &hashV); err != nil {
+		if err := rows.Scan(&seq, &event, &prevHash, &hashV, &version, &recordedAt); err != nil {
 			return head, store.MapError(err, "audit event")
 		}
 		if seq != head.Seq+1 {
@@ -164,9 +199,12 @@ func verify(ctx context.Context, db store.Executor, anchor *Head) (Head, error) 
 		if path, ok := f.First(jsondoc.Inexact); ok {
 			return head, &BrokenError{Seq: seq, Reason: fmt.Sprintf("the number at %s is not what was hashed", path)}
 		}
-		sum := sha256.Sum256(append(append([]byte{}, head.Hash...), canon...))
-		if !bytes.Equal(sum[:], hashV) {
-			return head, &BrokenError{Seq: seq, Reason: "hash does not match the event"}
+		sum, err := chainHash(version, head.Hash, canon, recordedAt)
+		if err != nil {
+			return head, &BrokenError{Seq: seq, Reason: err.Error()}
+		}
+		if !bytes.Equal(sum, hashV) {
+			return head, &BrokenError{Seq: seq, Reason: "hash does not match the event or when it was recorded"}
 		}
 		if anchor != nil && seq == anchor.Seq && !bytes.Equal(hashV, anchor.Hash) {
 			return head, &BrokenError{Seq: seq, Reason: "hash differs from the anchor's: the chain up to the anchor was rewritten"}

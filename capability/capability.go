@@ -35,7 +35,15 @@ type Descriptor struct {
 	Description string `json:"description"`
 	// InputSchema is a JSON Schema (draft 2020-12) object.
 	InputSchema json.RawMessage `json:"input_schema"`
-	Risk        Risk            `json:"risk"`
+	// OutputSchema is a JSON Schema object describing a successful
+	// output, for capabilities whose output has a stable shape; nil when
+	// none is promised. MCP clients validate results against it.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Risk         Risk            `json:"risk"`
+	// Idempotent says that calling the capability again with the same
+	// input has no further effect (a repeat is refused or finds nothing
+	// to do); MCP's idempotentHint.
+	Idempotent bool `json:"idempotent"`
 }
 
 // Call is one invocation of a capability after validation.

@@ -17,6 +17,9 @@ const (
 	PathWeb Path = "web"
 	// PathCLI is the invoiced command.
 	PathCLI Path = "cli"
+	// PathMCP is an MCP client's tool call at /mcp: an agent acting for
+	// the token's user, outside the step loop.
+	PathMCP Path = "mcp"
 	// PathSystem is the service itself, such as the sweep that expires
 	// approval requests.
 	PathSystem Path = "system"

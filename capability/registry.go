@@ -13,6 +13,7 @@ import (
 
 	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/text"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/message"
@@ -62,6 +63,9 @@ func (r *Registry) Register(c Capability) error {
 	comp := jsonschema.NewCompiler()
 	comp.DefaultDraft(jsonschema.Draft2020)
 	comp.AssertFormat()
+	for _, f := range textFormats {
+		comp.RegisterFormat(f)
+	}
 	url := "urn:invoiced:capability:" + c.Name
 	if err := comp.AddResource(url, doc); err != nil {
 		return fmt.Errorf("capability %q: schema: %w", c.Name, err)
@@ -74,6 +78,25 @@ func (r *Registry) Register(c Capability) error {
 	r.ordered = append(r.ordered, c.Name)
 	sort.Strings(r.ordered)
 	return nil
+}
+
+// Formats for strings people read before they act (package text): a
+// schema marks a name or description "visible-text" and free text
+// "plain-text", so Prepare refuses them on every path, before a
+// confirmation or an approval is asked for them.
+var textFormats = []*jsonschema.Format{
+	{Name: "visible-text", Validate: stringFormat(text.Name)},
+	{Name: "plain-text", Validate: stringFormat(text.Prose)},
+}
+
+func stringFormat(check func(string) error) func(any) error {
+	return func(v any) error {
+		s, ok := v.(string)
+		if !ok {
+			return nil // "type" judges a value that is not a string
+		}
+		return check(s)
+	}
 }
 
 // MustRegister is Register that panics, for wiring at start-up.
@@ -239,10 +262,25 @@ func validationProblem(err error) error {
 			}
 			return
 		}
-		fields = append(fields, problem.FieldError{Field: fieldPath(v.InstanceLocation), Message: v.ErrorKind.LocalizedString(printer)})
+		msg := v.ErrorKind.LocalizedString(printer)
+		if f, ok := v.ErrorKind.(*kind.Format); ok && isTextFormat(f.Want) {
+			// The rule alone: the refused text would repeat what it was
+			// refused for (an override reordering the message).
+			msg = f.Err.Error()
+		}
+		fields = append(fields, problem.FieldError{Field: fieldPath(v.InstanceLocation), Message: msg})
 	}
 	walk(ve)
 	return problem.Validation(fields...)
+}
+
+func isTextFormat(name string) bool {
+	for _, f := range textFormats {
+		if f.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func fieldPath(loc []string) string {

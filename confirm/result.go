@@ -48,11 +48,19 @@ var messages = map[Reason]string{
 }
 
 func invalid(r Reason, ev *Evidence) Outcome {
-	e := ResultError{Code: CodeConfirmationInvalid, Reason: r, Message: messages[r], ConfirmationID: ev.ConfirmationID}
+	res := Invalid(r, ev.ConfirmationID)
 	if r == ReasonDenied {
-		e.UserReason = truncateReason(ev.Reason)
+		res.Error.UserReason = truncateReason(ev.Reason)
 	}
-	return Outcome{Result: &TypedResult{Error: e}}
+	return Outcome{Result: res}
+}
+
+// Invalid is the CONFIRMATION_INVALID result for confirmationID. Call
+// answers it for evidence it consumed or refused; a caller answers it
+// itself when no evidence ever came, as when an MCP client's elicitation
+// is still unanswered when its confirmation expires.
+func Invalid(r Reason, confirmationID string) *TypedResult {
+	return &TypedResult{Error: ResultError{Code: CodeConfirmationInvalid, Reason: r, Message: messages[r], ConfirmationID: confirmationID}}
 }
 
 func required(id string) *TypedResult {

@@ -221,21 +221,24 @@ func Middleware(db store.Executor) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
-			key := req.Header.Get(HeaderKey)
-			if req.Method != http.MethodPost || key == "" {
+			keys := req.Header.Values(HeaderKey)
+			if req.Method != http.MethodPost || len(keys) == 0 {
 				return next(c)
 			}
+			key := keys[0]
 			// The key is stored as text: bytes that are not UTF-8 (legal in
-			// a header as obs-text) would fail in PostgreSQL as a 500.
-			if len(key) > maxKeyLen || strings.TrimSpace(key) != key || !utf8.ValidString(key) || strings.ContainsFunc(key, unicode.IsControl) {
-				e := problem.BadRequest(CodeKeyInvalid, fmt.Sprintf("the Idempotency-Key header must be 1 to %d bytes of UTF-8 text without control characters or surrounding spaces", maxKeyLen))
-				return e
+			// a header as obs-text) would fail in PostgreSQL as a 500. An
+			// empty key is a client that meant to send one and lost it: run
+			// without it, a retry could make the effect twice. Two keys
+			// leave unclear which one the retry will send.
+			if len(keys) > 1 || key == "" || len(key) > maxKeyLen || strings.TrimSpace(key) != key || !utf8.ValidString(key) || strings.ContainsFunc(key, unicode.IsControl) {
+				return problem.BadRequest(CodeKeyInvalid, fmt.Sprintf("send one Idempotency-Key header of 1 to %d bytes of UTF-8 text without control characters or surrounding spaces", maxKeyLen))
 			}
 			p, err := identity.RequestPrincipal(c)
 			if err != nil {
 				return err
 			}
-			body, err := server.ReadBody(c)
+			body, err := server.ReadBodyBytes(c)
 			if err != nil {
 				return err // the body limit's 413
 			}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -155,6 +156,32 @@ func TestBadKey(t *testing.T) {
 	r := b.h.Do(t, http.MethodPost, "/v1/customers", b.alice, b.customerBody, "Idempotency-Key", string(long))
 	require.Equal(t, http.StatusBadRequest, r.StatusCode)
 	require.Equal(t, idempotency.CodeKeyInvalid, r.Problem(t)["code"])
+	require.Zero(t, b.customers(t))
+}
+
+// An Idempotency-Key header sent empty is a client that meant to send a
+// key and lost it (an unset variable): running the request without the
+// protection it asked for could make the effect twice, so it is refused.
+func TestEmptyKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, key := range []string{"", " "} {
+		r := b.h.Do(t, http.MethodPost, "/v1/customers", b.alice, b.customerBody, "Idempotency-Key", key)
+		require.Equal(t, http.StatusBadRequest, r.StatusCode, "%q: %s", key, r.Body)
+		p := r.Problem(t)
+		require.Equal(t, idempotency.CodeKeyInvalid, p["code"])
+		require.Contains(t, p["detail"], "Idempotency-Key")
+		require.Zero(t, b.customers(t))
+	}
+	req, err := http.NewRequest(http.MethodPost, b.h.URL+"/v1/customers", strings.NewReader(`{"name":"Acme","currency":"EUR"}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+b.alice)
+	req.Header["Idempotency-Key"] = []string{"k1", "k2"}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "two keys")
 	require.Zero(t, b.customers(t))
 }
 

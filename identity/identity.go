@@ -13,10 +13,12 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
+	"github.com/invoiced/invoiced/text"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -51,9 +53,11 @@ type User struct {
 	DisplayName string    `json:"display_name"`
 	Role        Role      `json:"role"`
 	Disabled    bool      `json:"disabled"`
-	Version     int64     `json:"version"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	// Email is where notifications reach the user; nil when none is set.
+	Email     *string   `json:"email"`
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Principal is the authenticated user a call acts for.
@@ -70,13 +74,13 @@ func (u *User) Principal() Principal {
 
 // UserColumns are the columns ScanUser maps, of the users table aliased
 // u, for queries that join a user to the row they select.
-const UserColumns = `u.id, u.username, u.display_name, u.role, u.disabled, u.version, u.created_at, u.updated_at`
+const UserColumns = `u.id, u.username, u.display_name, u.role, u.disabled, u.email, u.version, u.created_at, u.updated_at`
 
 // ScanUser maps a row that starts with UserColumns; more receives the
 // columns that follow them.
 func ScanUser(row pgx.Row, more ...any) (*User, error) {
 	var u User
-	dest := append([]any{&u.ID, &u.Username, &u.DisplayName, &u.Role, &u.Disabled, &u.Version, &u.CreatedAt, &u.UpdatedAt}, more...)
+	dest := append([]any{&u.ID, &u.Username, &u.DisplayName, &u.Role, &u.Disabled, &u.Email, &u.Version, &u.CreatedAt, &u.UpdatedAt}, more...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -89,9 +93,12 @@ type UserCreateParams struct {
 	Username    string
 	DisplayName string
 	Role        Role
+	// Email is optional ("" for none); see ParseEmail.
+	Email string
 }
 
-// UserCreate inserts a user; a taken username is 409 CONFLICT.
+// UserCreate inserts a user; a taken username or email address is 409
+// CONFLICT.
 func UserCreate(ctx context.Context, db store.Executor, p UserCreateParams) (*User, error) {
 	username := strings.TrimSpace(p.Username)
 	if username == "" {
@@ -100,17 +107,59 @@ func UserCreate(ctx context.Context, db store.Executor, p UserCreateParams) (*Us
 	if _, err := ParseRole(string(p.Role)); err != nil {
 		return nil, err
 	}
+	display, err := displayName(p.DisplayName, username)
+	if err != nil {
+		return nil, err
+	}
+	var email *string
+	if p.Email != "" {
+		e, err := ParseEmail(p.Email)
+		if err != nil {
+			return nil, err
+		}
+		email = &e
+	}
 	u, err := ScanUser(db.QueryRow(ctx, `
-		INSERT INTO users AS u (id, username, display_name, role)
-		VALUES ($1, $2, $3, $4)
-		RETURNING `+UserColumns, uuid.Must(uuid.NewV7()), username, p.DisplayName, p.Role))
+		INSERT INTO users AS u (id, username, display_name, role, email)
+		VALUES ($1, $2, $3, $4, $5)
+		RETURNING `+UserColumns, uuid.Must(uuid.NewV7()), username, display, p.Role, email))
 	if store.IsUniqueViolation(err, "users_username_key") {
 		return nil, problem.Conflict(problem.CodeConflict, fmt.Sprintf("username %q is taken", username))
+	}
+	if store.IsUniqueViolation(err, "users_email_key") {
+		return nil, emailTaken(*email)
 	}
 	if pe, ok := problem.As(store.MapError(err, "user")); ok && pe.Code == problem.CodeValidation {
 		return nil, problem.Invalid("username", "must be 1–63 lowercase letters, digits, '.', '_' or '-'")
 	}
 	return u, store.MapError(err, "user")
+}
+
+// displayName is the name other users are shown for a user (an approver
+// reads who asked): the username when none is given, else DisplayNameCheck's.
+func displayName(s, username string) (string, error) {
+	if s == "" {
+		return username, nil
+	}
+	return DisplayNameCheck(s)
+}
+
+// maxDisplayName bounds a display name (characters): it is shown in lists
+// and beside every decision.
+const maxDisplayName = 200
+
+// DisplayNameCheck returns a display name trimmed, refusing one that shows
+// nothing or reorders what is shown (text.Name's rule) or is longer than
+// 200 characters, naming the field display_name.
+func DisplayNameCheck(s string) (string, error) {
+	if err := text.Name(s); err != nil {
+		return "", problem.Invalid("display_name", "%s", err)
+	}
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) > maxDisplayName {
+		return "", problem.Invalid("display_name", "must be at most %d characters", maxDisplayName)
+	}
+	return s, nil
 }
 
 // UserGetByUsername returns a user by name, 404 when there is none.
@@ -142,7 +191,10 @@ func UserCountDeciders(ctx context.Context, db store.Executor, except uuid.UUID)
 }
 
 // UserSetDisabled disables or re-enables a user; a disabled user's tokens
-// and sessions stop working at once.
+// and sessions stop working at once. It sets the flag alone, as SQL would:
+// accounts.Service.Update is the change that is audited and voids the
+// user's approval decisions (ADR-0012); tests use this one to stand for a
+// change made behind the service's back.
 func UserSetDisabled(ctx context.Context, db store.Executor, id uuid.UUID, disabled bool) error {
 	tag, err := db.Exec(ctx, `UPDATE users SET disabled = $2, version = version + 1, updated_at = now() WHERE id = $1`, id, disabled)
 	if err != nil {
@@ -160,18 +212,24 @@ const tokenPrefix = "inv_"
 // TokenCreate issues a new API token for the user and returns it; only its
 // SHA-256 is stored, so this is the one time it can be shown.
 func TokenCreate(ctx context.Context, db store.Executor, userID uuid.UUID, name string) (string, error) {
+	token, _, err := TokenIssue(ctx, db, userID, name)
+	return token, err
+}
+
+// TokenIssue is TokenCreate that also returns the token's record.
+func TokenIssue(ctx context.Context, db store.Executor, userID uuid.UUID, name string) (string, *Token, error) {
 	var raw [32]byte // 256 bits
 	if _, err := rand.Read(raw[:]); err != nil {
-		return "", fmt.Errorf("token entropy: %w", err)
+		return "", nil, fmt.Errorf("token entropy: %w", err)
 	}
 	token := tokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
 	sum := sha256.Sum256([]byte(token))
-	_, err := db.Exec(ctx, `INSERT INTO api_tokens (id, user_id, token_sha256, name) VALUES ($1, $2, $3, $4)`,
-		uuid.Must(uuid.NewV7()), userID, sum[:], name)
+	t, err := scanToken(db.QueryRow(ctx, `INSERT INTO api_tokens AS t (id, user_id, token_sha256, name) VALUES ($1, $2, $3, $4)
+		RETURNING `+tokenColumns, uuid.Must(uuid.NewV7()), userID, sum[:], name))
 	if err != nil {
-		return "", store.MapError(err, "token")
+		return "", nil, store.MapError(err, "token")
 	}
-	return token, nil
+	return token, t, nil
 }
 
 // TokenRevoke revokes every token of a user whose hash matches token.

@@ -33,18 +33,18 @@ const (
 		"additionalProperties": false,
 		"required": ["description", "quantity", "unit_amount"],
 		"properties": {
-			"description": {"type": "string", "minLength": 1, "maxLength": 1000},
+			"description": {"type": "string", "format": "visible-text", "minLength": 1, "maxLength": 1000, "description": "one line the approver reads: something visible, no bidirectional controls or line breaks"},
 			"quantity": {"type": "integer", "minimum": 1},
 			"unit_amount": {"type": "integer", "minimum": 0, "description": "price of one unit in minor units of the invoice currency (cents for EUR, yen for JPY, fils for BHD)"},
 			"tax_rate_bps": {"type": "integer", "minimum": 0, "maximum": 10000, "default": 0, "description": "tax rate in basis points: 2000 is 20 %"}
 		}
 	}`
 	linesSchema    = `{"type": "array", "maxItems": 1000, "items": ` + lineSchema + `}`
-	memoSchema     = `{"type": "string", "maxLength": 2000}`
+	memoSchema     = `{"type": "string", "format": "plain-text", "maxLength": 2000, "description": "free text; line breaks allowed, no bidirectional or other control characters"}`
 	dueDateSchema  = `{"type": ["string", "null"], "format": "date", "description": "YYYY-MM-DD, not before the issue date"}`
 	limitSchema    = `{"type": "integer", "minimum": 1, "maximum": 100, "default": 20}`
 	cursorSchema   = `{"type": "string", "maxLength": 512, "description": "next_cursor of the previous page"}`
-	nameSchema     = `{"type": "string", "minLength": 1, "maxLength": 200}`
+	nameSchema     = `{"type": "string", "format": "visible-text", "minLength": 1, "maxLength": 200, "description": "shown to approvers: something visible, no bidirectional controls or line breaks"}`
 	emailSchema    = `{"type": "string", "format": "email", "maxLength": 254}`
 	targetSchema   = `{"type": "object", "additionalProperties": false, "required": ["invoice_id"], "properties": {"invoice_id": ` + uuidSchema + `}}`
 	customerTarget = `{"type": "object", "additionalProperties": false, "required": ["customer_id"], "properties": {"customer_id": ` + uuidSchema + `}}`
@@ -55,7 +55,7 @@ func schema(s string) json.RawMessage { return json.RawMessage(s) }
 // Capabilities returns the invoicing capabilities over svc, for app/ to
 // register. Descriptions are written for a model to read.
 func Capabilities(svc *Service) []capability.Capability {
-	return append(customerCapabilities(svc), invoiceCapabilities(svc)...)
+	return describeOutputs(append(customerCapabilities(svc), invoiceCapabilities(svc)...))
 }
 
 func customerCapabilities(svc *Service) []capability.Capability {
@@ -126,7 +126,7 @@ func invoiceCapabilities(svc *Service) []capability.Capability {
 		{Descriptor: capability.Descriptor{
 			Name:        CapVoid,
 			Description: "Void an issued invoice that should not be paid (its number stays used). Only issued invoices can be voided; drafts are deleted instead. Returns the voided invoice.",
-			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["invoice_id"], "properties": {"invoice_id": ` + uuidSchema + `, "reason": {"type": "string", "maxLength": 1000}}}`),
+			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["invoice_id"], "properties": {"invoice_id": ` + uuidSchema + `, "reason": {"type": "string", "format": "plain-text", "maxLength": 1000}}}`),
 			Risk:        capability.RiskBound,
 		}, Handler: svc.Void},
 		{Descriptor: capability.Descriptor{

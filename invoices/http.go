@@ -1,7 +1,10 @@
 package invoices
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/capability/caphttp"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
@@ -22,6 +26,8 @@ import (
 // /v1/capabilities/{name}/invoke and the step loop.
 type Handler struct {
 	Caps *caphttp.Handler
+	// Seller issues the documents (INVOICED_SELLER_*).
+	Seller document.Party
 }
 
 // body reads and parses the JSON object of a request (empty means {}),
@@ -189,4 +195,76 @@ func (h *Handler) InvoiceMarkPaid(c echo.Context) error {
 // InvoiceDelete serves DELETE /v1/invoices/{id}: 204 on success.
 func (h *Handler) InvoiceDelete(c echo.Context) error {
 	return h.run(c, CapDelete, "invoice_id", "invoice", http.StatusNoContent)
+}
+
+// InvoicePDF serves GET /v1/invoices/{id}/pdf: the invoice as its PDF. It
+// is a rendering of get-invoice (and, for a draft, which bills its
+// customer as they are now, of get-customer), not a capability of its
+// own: it reads through those, so whoever may read the invoice may have
+// its document, and an agent, which cannot use a PDF, reads the JSON.
+func (h *Handler) InvoicePDF(c echo.Context) error {
+	if err := RequireSeller(h.Seller); err != nil {
+		return err
+	}
+	id, err := pathID(c, "invoice")
+	if err != nil {
+		return err
+	}
+	inv, err := runRead[*Invoice](h, c, CapGetInvoice, "invoice_id", id)
+	if err != nil {
+		return err
+	}
+	var cu *Customer
+	if inv.BillTo == nil {
+		if cu, err = runRead[*Customer](h, c, CapGetCustomer, "customer_id", inv.CustomerID); err != nil {
+			return err
+		}
+	}
+	c.Response().Header().Set("Cache-Control", "private, no-cache")
+	return WritePDF(c, Document(inv, cu, h.Seller))
+}
+
+// runRead runs the read capability name on the object {key: id}.
+func runRead[T any](h *Handler, c echo.Context, name, key string, id uuid.UUID) (T, error) {
+	var zero T
+	in, err := capability.ParseInput([]byte(`{"` + key + `":"` + id.String() + `"}`))
+	if err != nil {
+		return zero, err
+	}
+	out, err := h.Caps.Run(c, name, in, capability.PathREST)
+	if err != nil {
+		return zero, err
+	}
+	return out.(T), nil
+}
+
+// WritePDF renders d and answers with it, shown inline and named by its
+// number (or draft-<id>). The ETag is a hash of the bytes, which are the
+// same for the same document, so a client holding them gets a 304.
+func WritePDF(c echo.Context, d *document.Document) error {
+	pdf, err := document.Render(d)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(pdf)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	hd := c.Response().Header()
+	hd.Set("ETag", etag)
+	hd.Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": d.FileName()}))
+	if noneMatch(c.Request().Header.Get("If-None-Match"), etag) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	return c.Blob(http.StatusOK, "application/pdf", pdf)
+}
+
+// noneMatch reports whether an If-None-Match header names etag (weakly
+// compared, as RFC 9110 §13.1.2 asks) or is "*".
+func noneMatch(header, etag string) bool {
+	for tag := range strings.SplitSeq(header, ",") {
+		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+		if tag == "*" || tag == etag {
+			return true
+		}
+	}
+	return false
 }

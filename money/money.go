@@ -6,13 +6,15 @@
 package money
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"net/http"
-	"strconv"
-	"strings"
 
 	"github.com/invoiced/invoiced/problem"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+	"golang.org/x/text/number"
 )
 
 // CodeAmountOverflow is the problem code of an amount that does not fit an
@@ -62,26 +64,42 @@ func Valid(currency string) bool {
 	return ok
 }
 
-// Format renders amount minor units of currency as a decimal string with the
-// currency's exponent ("1234.50" for 123450 EUR, "1234" for 1234 JPY). It
-// is for people and logs; the API carries integers.
-func Format(amount int64, currency string) string {
-	exp, ok := currencies[currency]
-	if !ok || exp == 0 {
-		return strconv.FormatInt(amount, 10)
-	}
-	neg := amount < 0
+// Display renders amount minor units of currency for people: grouped
+// thousands, the currency's ISO 4217 digits, the code last — 1623750 USD
+// is "16,237.50 USD", 4072 JPY "4,072 JPY", 2110 BHD "2.110 BHD". One style
+// for every currency (ADR-0016): a code says which currency where a symbol
+// would not ($ is a score of currencies, ¥ two), it draws in any font (the
+// document's font has no ₹ ₽ ₩), and amounts still line up on the right.
+// The API carries integers; this is for pages, documents, the CLI and logs.
+func Display(amount int64, currency string) string {
+	return Grouped(amount, currency) + " " + currency
+}
+
+// english groups the integer part: one locale for the whole product,
+// whose pages are in English.
+var english = message.NewPrinter(language.English)
+
+// Grouped is Display without the code, for a column whose currency is
+// stated once ("16,237.50"). Digits come from our ISO 4217 table, not
+// CLDR's (x/text disagrees on 28 codes, e.g. IDR 0, IQD 0): x/text only
+// groups the integer part, so no float ever holds an amount. An unknown
+// code shows the minor units as they are.
+func Grouped(amount int64, currency string) string {
+	exp := currencies[currency]
 	// uint64 keeps math.MinInt64 representable after negation.
 	u := uint64(amount)
-	if neg {
+	if amount < 0 {
 		u = -u
 	}
-	s := strconv.FormatUint(u, 10)
-	if len(s) <= exp {
-		s = strings.Repeat("0", exp-len(s)+1) + s
+	pow := uint64(1)
+	for range exp {
+		pow *= 10
 	}
-	s = s[:len(s)-exp] + "." + s[len(s)-exp:]
-	if neg {
+	s := english.Sprint(number.Decimal(u / pow))
+	if exp > 0 {
+		s += fmt.Sprintf(".%0*d", exp, u%pow)
+	}
+	if amount < 0 {
 		s = "-" + s
 	}
 	return s

@@ -133,9 +133,12 @@ func TestApprovalNeededReachesEachEligibleApproverNotTheRequester(t *testing.T) 
 // (before the request lapses); the decision mail reaches the requester.
 func TestReminderReachesTheUndecidedOnlyAndTheDecisionTheRequester(t *testing.T) {
 	t.Parallel()
-	// Two approvals needed from 1.00 EUR; a request lives 6 s and is
-	// reminded at half its life.
-	b := setup(t, approvals.Policy{PendingTTL: 6 * time.Second, QuorumThreshold: 1}, []notify.Reminder{{Share: 0.5}})
+	// A request lives 6 s and is reminded at half its life; two approvals
+	// are needed from 1.00 EUR.
+	b := setup(t, approvals.Policy{PendingTTL: 6 * time.Second}, []notify.Reminder{{Share: 0.5}})
+	r := b.h.Do(t, http.MethodPost, "/v1/approval-policy/rules", b.tokens["admin"],
+		map[string]any{"capability": "issue-invoice", "currency": "EUR", "min_amount": 100, "approvers": 2})
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 	id, _ := b.request(t)
 	b.decide(t, "appr1", id, "approve", nil)
 	b.smtp.Wait(t, 3, 20*time.Second)

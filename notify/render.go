@@ -92,7 +92,7 @@ func (s *Service) approvalMail(a *approvals.Approval) approvalMail {
 	_ = json.Unmarshal(a.Snapshot, &snap) // a snapshot that is not an invoice's shows no customer
 	m := approvalMail{
 		Approval: a, Lines: len(snap.Lines),
-		Total: money.Format(a.Amount, a.Currency) + " " + a.Currency,
+		Total: money.Display(a.Amount, a.Currency),
 		Link:  s.link("/approvals/" + a.ID.String()),
 	}
 	if snap.Customer != nil {

@@ -1,11 +1,16 @@
 package openapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -85,4 +90,77 @@ func TestServedAsJSON(t *testing.T) {
 	doc, err := openapi3.NewLoader().LoadFromData(r.Body)
 	require.NoError(t, err)
 	require.NotNil(t, doc.Paths.Value("/v1/invoices/{id}/issue").Post)
+}
+
+// TestEveryOperationListsItsAnswers holds the document to the rules that
+// let openapitest check every exchange: an operationId on each operation,
+// no blanket default response (it would declare every status), and each
+// response declaring the X-Request-Id every response carries; under /v1,
+// the 401 and 503 that any authenticated request can meet.
+func TestEveryOperationListsItsAnswers(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.Document()
+	require.NoError(t, err)
+	ids := map[string]string{}
+	var bad []string
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			what := method + " " + path
+			if op.OperationID == "" {
+				bad = append(bad, what+": no operationId")
+			} else if other, dup := ids[op.OperationID]; dup {
+				bad = append(bad, what+": operationId "+op.OperationID+" is also "+other+"'s")
+			}
+			ids[op.OperationID] = what
+			if op.Responses.Default() != nil {
+				bad = append(bad, what+": a default response")
+			}
+			for status, r := range op.Responses.Map() {
+				if r.Value.Headers["X-Request-Id"] == nil {
+					bad = append(bad, what+": response "+status+" without X-Request-Id")
+				}
+			}
+			if strings.HasPrefix(path, "/v1/") {
+				for _, status := range []int{http.StatusUnauthorized, http.StatusServiceUnavailable} {
+					if op.Responses.Status(status) == nil {
+						bad = append(bad, fmt.Sprintf("%s: no %d", what, status))
+					}
+				}
+			}
+		}
+	}
+	require.Empty(t, bad)
+	require.Greater(t, len(ids), 30)
+}
+
+// TestRedoclyLint runs Redocly CLI (pinned in package-lock.json) over the
+// document with redocly.yaml's rules: it must report no error. A copy
+// missing an operationId shows the lint can fail.
+func TestRedoclyLint(t *testing.T) {
+	t.Parallel()
+	dir, err := filepath.Abs(".")
+	require.NoError(t, err)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@redocly", "cli", "package.json")); err != nil {
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "npm ci in %s:\n%s", dir, out)
+	}
+	lint := func(file string) (string, error) {
+		cmd := exec.Command("npx", "--no-install", "redocly", "lint", "--config", filepath.Join(dir, "redocly.yaml"), "--format", "stylish", file)
+		cmd.Dir = dir
+		// No usage data sent, no update check.
+		cmd.Env = append(os.Environ(), "REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := lint("openapi.yaml")
+	require.NoError(t, err, "redocly lint openapi/openapi.yaml:\n%s", out)
+	require.Contains(t, out, "Your API description is valid")
+
+	broken := filepath.Join(t.TempDir(), "openapi.yaml")
+	require.NoError(t, os.WriteFile(broken, bytes.Replace(openapi.Source(), []byte("      operationId: get-me\n"), nil, 1), 0o600))
+	out, err = lint(broken)
+	require.Error(t, err, "a document without an operationId passed:\n%s", out)
+	require.Contains(t, out, "operation-operationId")
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Stable problem codes. Feature packages may define more; these are the ones
@@ -23,6 +24,8 @@ const (
 	CodeInternal         = "INTERNAL"
 	CodeUnavailable      = "UNAVAILABLE"
 	CodeBadRequest       = "BAD_REQUEST"
+	// CodeUnsupportedMediaType is a 415: a body not sent as JSON.
+	CodeUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
 )
 
 // FieldError names one invalid field of a request: field is a JSON pointer-ish
@@ -41,6 +44,9 @@ type Error struct {
 	Detail string
 	Errors []FieldError
 	Extra  map[string]any
+	// RetryAfter, when positive, is sent as the Retry-After header: how
+	// long the client should wait before trying again.
+	RetryAfter time.Duration
 	// Err is the cause, kept for logs; it never reaches the client.
 	Err error
 }

@@ -8,11 +8,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/store"
 	"github.com/labstack/echo/v4"
 )
 
@@ -49,6 +53,7 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		if p.Status == http.StatusUnauthorized {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="invoiced"`)
 		}
+		SetRetryAfter(c, p)
 		body := map[string]any{
 			"type":   "about:blank",
 			"title":  p.Title,
@@ -85,8 +90,19 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	}
 }
 
-// ToProblem maps any error to a problem: typed errors keep theirs, Echo's
-// HTTP errors get a code by status, anything else is a 500 with no detail.
+// SetRetryAfter sends p's RetryAfter, if it has one, as the Retry-After
+// header in whole seconds.
+func SetRetryAfter(c echo.Context, p *problem.Error) {
+	if p.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(p.RetryAfter.Seconds()))))
+	}
+}
+
+// ToProblem maps any error to a problem: typed errors keep theirs, a
+// database that cannot be reached is 503 UNAVAILABLE wherever the error
+// came from (a token lookup, a transaction's begin, an error wrapped with
+// %w on its way up), Echo's HTTP errors get a code by status, anything
+// else is a 500 with no detail.
 func ToProblem(err error) *problem.Error {
 	if p, ok := problem.As(err); ok {
 		if p.Title == "" {
@@ -96,6 +112,9 @@ func ToProblem(err error) *problem.Error {
 			return &c
 		}
 		return p
+	}
+	if store.IsUnavailable(err) {
+		return store.Unavailable(err)
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
@@ -125,12 +144,47 @@ func unavailable(err error) error {
 	return p
 }
 
-// ReadBody reads the whole request body. Over the body limit it is the
-// limit's 413; any other failure (the client stalled past the read
-// timeout, or hung up) is a 400 naming the body, not a 500: nothing on
-// this side failed.
+// ReadBody reads the whole request body, a JSON document. Over the body
+// limit it is the limit's 413; any other failure (the client stalled past
+// the read timeout, or hung up) is a 400 naming the body, not a 500:
+// nothing on this side failed. A body with anything in it must be sent as
+// JSON (see requireJSON), else 415; an empty one needs no Content-Type.
 func ReadBody(c echo.Context) ([]byte, error) {
+	raw, err := readAll(c.Request().Body)
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if err := requireJSON(c.Request().Header.Get(echo.HeaderContentType)); err != nil {
+			return nil, err
+		}
+	}
+	return raw, nil
+}
+
+// ReadBodyBytes reads the whole request body as ReadBody does, whatever
+// its media type: for middleware that keeps the bytes (the idempotency
+// fingerprint) and leaves judging them to the handler.
+func ReadBodyBytes(c echo.Context) ([]byte, error) {
 	return readAll(c.Request().Body)
+}
+
+// requireJSON refuses (415) a Content-Type that is not JSON: a client
+// sending text/plain or a form may mean other bytes than the JSON they
+// happen to parse as. application/json and the structured-syntax +json
+// types (RFC 6839, such as application/merge-patch+json) pass; JSON is
+// UTF-8 (RFC 8259 §8.1), so a charset, if named, must be utf-8.
+func requireJSON(contentType string) error {
+	mt, params, err := mime.ParseMediaType(contentType)
+	if err == nil {
+		cs, named := params["charset"]
+		json := mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+		if json && (!named || strings.EqualFold(cs, "utf-8")) {
+			return nil
+		}
+	}
+	return problem.New(http.StatusUnsupportedMediaType, problem.CodeUnsupportedMediaType,
+		"the request body must be JSON: send it with Content-Type: application/json")
 }
 
 func readAll(r io.Reader) ([]byte, error) {
@@ -152,17 +206,18 @@ func readAll(r io.Reader) ([]byte, error) {
 // 400 MALFORMED_JSON, an unknown field or a wrong type is 422
 // VALIDATION_FAILED naming the field, a body over the limit is 413.
 func DecodeJSON(c echo.Context, v any) error {
-	return DecodeJSONReader(c.Request().Body, v)
+	raw, err := ReadBody(c)
+	if err != nil {
+		return readError(err)
+	}
+	return DecodeJSONReader(bytes.NewReader(raw), v)
 }
 
 // DecodeJSONReader is DecodeJSON over any reader (used by fuzz tests).
 func DecodeJSONReader(r io.Reader, v any) error {
 	raw, err := readAll(r)
 	if err != nil {
-		if _, ok := problem.As(err); ok {
-			return err
-		}
-		return decodeError(err)
+		return readError(err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -178,6 +233,15 @@ func DecodeJSONReader(r io.Reader, v any) error {
 		return problem.BadRequest(problem.CodeMalformedJSON, "the body must hold exactly one JSON value")
 	}
 	return duplicateKeys(raw)
+}
+
+// readError is the answer to a body that could not be read: a problem as
+// it is, the body limit's error as a 413.
+func readError(err error) error {
+	if _, ok := problem.As(err); ok {
+		return err
+	}
+	return decodeError(err)
 }
 
 // duplicateKeys refuses JSON in which an object names a member twice, 422

@@ -76,9 +76,13 @@ func methodLabel(m string) string {
 	return "other"
 }
 
-// Handler serves /metrics.
-func (m *Metrics) Handler() echo.HandlerFunc {
-	return echo.WrapHandler(promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+// Handler serves GET /metrics and nothing else, for a listener of its own
+// (INVOICED_METRICS_ADDR): per-route counts and pool sizes are for
+// operators, not for whoever can reach the API.
+func (m *Metrics) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	return mux
 }
 
 // RegisterPool exports pool statistics (acquired, idle, waiting) so a

@@ -31,7 +31,9 @@ func TestMetricsMethodLabelIsBounded(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 	}
-	resp, err := http.Get(srv.URL + "/metrics")
+	msrv := httptest.NewServer(cfg.Metrics.Handler())
+	t.Cleanup(msrv.Close)
+	resp, err := http.Get(msrv.URL + "/metrics")
 	require.NoError(t, err)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()

@@ -24,7 +24,9 @@ func TestReadBodyFailuresAreTheClients(t *testing.T) {
 	t.Parallel()
 	e := echo.New()
 	read := func(body io.Reader) error {
-		c := e.NewContext(httptest.NewRequest(http.MethodPost, "/", body), httptest.NewRecorder())
+		req := httptest.NewRequest(http.MethodPost, "/", body)
+		req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		c := e.NewContext(req, httptest.NewRecorder())
 		_, err := server.ReadBody(c)
 		return err
 	}

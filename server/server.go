@@ -32,7 +32,8 @@ type Config struct {
 	// it only behind a proxy that overwrites the header); otherwise it is
 	// the TCP peer, so a client cannot fake it to dodge per-IP limits.
 	TrustProxyHeaders bool
-	// Metrics, when set, records every request and serves /metrics.
+	// Metrics, when set, records every request; Metrics.Handler serves
+	// them on a listener of their own, never on this one.
 	Metrics *Metrics
 }
 
@@ -63,7 +64,6 @@ func New(cfg Config, log *slog.Logger, ready func(context.Context) error) *echo.
 	if cfg.Metrics != nil {
 		// Outside Recover, so a panic is counted as the 500 it becomes.
 		e.Use(cfg.Metrics.Middleware())
-		e.GET("/metrics", cfg.Metrics.Handler())
 	}
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		// The stack goes to the log, never to the client.

@@ -120,7 +120,14 @@ func TestMetricsCountRequestsByRoutePattern(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 	}
+	// Never on the API's own listener: on the metrics handler's.
 	resp, err := http.Get(srv.URL + "/metrics")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	msrv := httptest.NewServer(cfg.Metrics.Handler())
+	t.Cleanup(msrv.Close)
+	resp, err = http.Get(msrv.URL + "/metrics")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)

@@ -65,6 +65,8 @@ func TestChatIssueInvoiceNeedsARESTApproval(t *testing.T) {
 			require.Equal(t, "issue-invoice", d["capability"])
 			require.Equal(t, "pending", d["status"])
 			require.Equal(t, approvalID, d["approval_id"])
+			require.EqualValues(t, 0, d["approvals"], "the UI can show how many approvals remain")
+			require.EqualValues(t, 1, d["required_approvals"])
 			target := d["target"].(map[string]any)
 			require.Equal(t, "invoice", target["type"], "the frontend learns what waits for approval")
 			require.Equal(t, draft.ID.String(), target["id"])

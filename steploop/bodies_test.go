@@ -56,9 +56,9 @@ func TestChatOddBodiesAreProblemsAndWriteNothing(t *testing.T) {
 			t.Errorf("%s: the refused request created the conversation (GET %d)", name, st)
 		}
 	}
-	// Another content type is read as JSON too (sessions need the CSRF
-	// header, so a form post cannot ride on one), never a 5xx.
+	// Another content type is refused (415), never a 5xx.
 	res := b.chatRaw(context.Background(), t, b.Token, "text/plain", []byte(`{"id":"odd1","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"hi"}]}]}`))
 	status, out := res.Status, res.Body
 	require.Less(t, status, 500, string(out))
+	require.Equal(t, http.StatusUnsupportedMediaType, status, string(out))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/openapi/openapitest"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop"
@@ -342,7 +343,7 @@ func setup(t *testing.T) *bundle {
 	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return pool.Ping(ctx) })
 	v1 := e.Group("/v1", identity.Authenticate(pool, nil))
 	chatRoutes(v1, svc)
-	srv := httptest.NewServer(e)
+	srv := httptest.NewServer(openapitest.Wrap(t, e))
 	t.Cleanup(srv.Close)
 	b.URL = srv.URL
 

@@ -27,6 +27,7 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/openapi/openapitest"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop"
@@ -210,7 +211,7 @@ func setupConformance(t *testing.T, prov model.Provider, cfg server.Config) *bun
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	// As e.Start does: e.Server carries the config's timeouts.
-	e.Server.Handler = e
+	e.Server.Handler = openapitest.Wrap(t, e)
 	go func() { _ = e.Server.Serve(ln) }()
 	t.Cleanup(func() { _ = e.Server.Close() })
 	u, err := identity.UserCreate(ctx, pool, identity.UserCreateParams{Username: "clerk", Role: identity.RoleClerk})

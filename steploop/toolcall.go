@@ -280,7 +280,13 @@ func (t *turn) approvalResult(p *Part, call capability.Call, pe *problem.Error) 
 	t.outputAvailable(p, map[string]any{"error": map[string]any{
 		"code": pe.Code, "approval_id": approvalID, "status": status, "message": msg,
 	}})
-	data := mustJSON(map[string]any{"approval_id": approvalID, "status": status, "capability": call.Name, "target": approvalTarget(pe, call)})
+	d := map[string]any{"approval_id": approvalID, "status": status, "capability": call.Name, "target": approvalTarget(pe, call)}
+	// How far a pending request is, so the UI can say how many approvals
+	// remain (a stricter policy may have asked for more since it was raised).
+	if n, ok := pe.Extra["required_approvals"]; ok {
+		d["approvals"], d["required_approvals"] = pe.Extra["approvals"], n
+	}
+	data := mustJSON(d)
 	id := fmt.Sprint(approvalID)
 	// A data part with the same id replaces the earlier one, as ai@7
 	// clients do, so both copies of the transcript stay alike.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/openapi/openapitest"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
@@ -62,7 +63,7 @@ func setupWithConfig(t *testing.T, cfg steploop.Config) *bundle {
 	require.NoError(t, err)
 	e := server.New(server.DefaultConfig(), log, func(context.Context) error { return nil })
 	chatRoutes(e.Group("/v1", identity.Authenticate(pool, nil)), svc)
-	srv := httptest.NewServer(e)
+	srv := httptest.NewServer(openapitest.Wrap(t, e))
 	t.Cleanup(srv.Close)
 	u, err := identity.UserCreate(context.Background(), pool, identity.UserCreateParams{Username: "clerk", Role: identity.RoleClerk})
 	require.NoError(t, err)

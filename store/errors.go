@@ -1,8 +1,15 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
 
 	"github.com/invoiced/invoiced/problem"
 	"github.com/jackc/pgx/v5"
@@ -12,14 +19,18 @@ import (
 // MapError is the one place where database errors become domain errors:
 // no rows → 404 for what, unique violation → 409 CONFLICT, check and
 // not-null violations → 422, invalid text representation (a malformed
-// uuid) → 404 for what because an id that cannot exist does not exist.
-// Any other error is wrapped with %w and returned as is.
+// uuid) → 404 for what because an id that cannot exist does not exist, a
+// database that cannot be reached → 503 UNAVAILABLE (Unavailable). Any
+// other error is wrapped with %w and returned as is.
 func MapError(err error, what string) error {
 	if err == nil {
 		return nil
 	}
 	if _, ok := problem.As(err); ok {
 		return err
+	}
+	if IsUnavailable(err) {
+		return Unavailable(err)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		e := problem.NotFound(what)
@@ -58,4 +69,57 @@ func MapError(err error, what string) error {
 func IsUniqueViolation(err error, constraint string) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" && (constraint == "" || pgErr.ConstraintName == constraint)
+}
+
+// RetryUnavailable is the Retry-After of a 503 for an unreachable
+// database: 5 s, about what a restart of PostgreSQL takes. The pool
+// reconnects by itself on the next request, so a client that comes back
+// sooner costs one refused connection attempt, nothing more.
+const RetryUnavailable = 5 * time.Second
+
+// Unavailable is the 503 UNAVAILABLE of a request the database could not
+// serve: the cause goes to the log, never to the client.
+func Unavailable(err error) *problem.Error {
+	p := problem.New(http.StatusServiceUnavailable, problem.CodeUnavailable,
+		"the service cannot reach its database; retry shortly")
+	p.RetryAfter = RetryUnavailable
+	p.Err = err
+	return p
+}
+
+// IsUnavailable reports whether err means the database cannot be reached,
+// as pgx v5 reports it: a connection attempt that failed (refused, timed
+// out, no socket); the server ending sessions as it shuts down or crashes
+// (57P01, 57P02), starting up (57P03) or out of connection slots (53300),
+// or any connection exception (class 08); a connection closed under a
+// statement (io.ErrUnexpectedEOF, pgconn.ErrConnClosed) or failing on the
+// network. A cancelled context is the caller's end, and so is a deadline
+// outside a connection attempt (inside one, it is the connect timeout).
+func IsUnavailable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "57P01", "57P02", "57P03", "53300":
+			return true
+		}
+		return strings.HasPrefix(pgErr.Code, "08")
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed) {
+		return true
+	}
+	// An HTTP client's error (a model provider's) is a net.Error too,
+	// and never the database's.
+	var urlErr *url.Error
+	var netErr net.Error
+	return !errors.As(err, &urlErr) && errors.As(err, &netErr)
 }

@@ -50,6 +50,13 @@ func DefaultMaxConns() int32 {
 	return int32(max(8, 4*runtime.NumCPU()))
 }
 
+// DefaultConnectTimeout bounds one connection attempt when the URL sets
+// no connect_timeout. Without it, a database host that drops packets
+// would hold each request for the kernel's TCP retries (about 2 min on
+// Linux) before its 503; 5 s is far above a healthy connect (milliseconds
+// nearby, tens of them across regions with TLS).
+const DefaultConnectTimeout = 5 * time.Second
+
 // URLSetsMaxConns reports whether a connection string sizes the pool
 // itself (pgxpool's pool_max_conns), as a URL query parameter or a
 // keyword/value pair.
@@ -80,6 +87,9 @@ func Open(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 		pc.MaxConns = DefaultMaxConns()
 	}
 	pc.ConnConfig.RuntimeParams["application_name"] = "invoiced"
+	if pc.ConnConfig.ConnectTimeout == 0 {
+		pc.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("create pool: %w", err)

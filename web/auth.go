@@ -129,7 +129,7 @@ func (h *Handler) loginRefused(c echo.Context, f loginAttempt, err error) error 
 		if ra, ok := pe.Extra["retry_after"].(string); ok {
 			c.Response().Header().Set("Retry-After", ra)
 		}
-		return h.loginAgain(c, f, http.StatusTooManyRequests, "Too many sign-in attempts. "+strings.ToUpper(pe.Detail[:1])+pe.Detail[1:]+".")
+		return h.loginAgain(c, f, http.StatusTooManyRequests, strings.ToUpper(pe.Detail[:1])+pe.Detail[1:]+".")
 	case ok && pe.Code == problem.CodeUnauthenticated:
 		return h.loginAgain(c, f, http.StatusUnauthorized, "The username or password is wrong.")
 	}

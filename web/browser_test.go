@@ -78,6 +78,14 @@ func (a *agent) call(ctx context.Context, name string, input any) (any, error) {
 	return a.reg.Invoke(ctx, c)
 }
 
+// agent is clerk's agent in conversation conv, over the invoice
+// capabilities behind the harness's approvals gate.
+func (b *bundle) agent(clerk *identity.User, conv string) *agent {
+	reg := capability.NewRegistry()
+	reg.MustRegister(invoices.Capabilities(invoices.NewService(b.h.Pool, b.h.App.ApprovalGate(), b.h.App.Events(), invoices.Config{}))...)
+	return &agent{reg: reg, who: clerk.Principal(), conv: conv}
+}
+
 // draftAndRequest creates a customer's draft and asks to issue it; the
 // gate answers APPROVAL_REQUIRED with the pending request's id.
 func (a *agent) draftAndRequest(t *testing.T, customer string) (invoiceID, approvalID string) {
@@ -104,7 +112,7 @@ func (a *agent) draftAndRequest(t *testing.T, customer string) (invoiceID, appro
 
 // TestBrowserApproverApprovesAgentRequest drives Debian's chromium with
 // playwright-core through the inbox: sign in, see the agent's request,
-// check the totals, approve, issue; a second request appears live; the
+// check the totals and the draft's PDF, approve, issue; a second request appears live; the
 // clerk sees no decide buttons on their own request. Screenshots go to
 // the test's artifact directory (go test -artifacts keeps them).
 func TestBrowserApproverApprovesAgentRequest(t *testing.T) {
@@ -114,12 +122,10 @@ func TestBrowserApproverApprovesAgentRequest(t *testing.T) {
 	require.NoError(t, err)
 	ensureNodeModules(t, e2eDir)
 
-	b := setup(t)
+	b := setupSeller(t)
 	b.user(t, "alice", identity.RoleApprover)
 	clerk := b.user(t, "carl", identity.RoleClerk)
-	reg := capability.NewRegistry()
-	reg.MustRegister(invoices.Capabilities(invoices.NewService(b.h.Pool, b.h.App.ApprovalGate(), b.h.App.Events(), invoices.Config{}))...)
-	ag := &agent{reg: reg, who: clerk.Principal(), conv: "conv-" + uuid.NewString()[:8]}
+	ag := b.agent(clerk, "conv-"+uuid.NewString()[:8])
 	invoiceID, firstID := ag.draftAndRequest(t, "Globex GmbH")
 
 	control := http.NewServeMux()

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/page"
@@ -28,6 +29,8 @@ type Deps struct {
 	// (empty means invoices.DefaultNumberPrefix); the request page shows it
 	// for drafts, which have no number yet.
 	NumberPrefix string
+	// Seller issues the documents the invoice and request pages link to.
+	Seller document.Party
 }
 
 // recentDecisions is how many decided requests the inbox shows under the
@@ -68,8 +71,9 @@ type inboxView struct {
 	ViewerName string
 }
 
-// viaLabel explains how a request arrived: a REST call, a UI binding, or
-// an agent acting in a conversation for the requester.
+// viaLabel explains how a request arrived: a REST call, a UI binding, an
+// MCP client's agent, or an agent acting in a conversation for the
+// requester.
 func viaLabel(via capability.Path) (label string, agent bool, conversation string) {
 	if conv, ok := via.Conversation(); ok {
 		return "agent", true, conv
@@ -79,6 +83,8 @@ func viaLabel(via capability.Path) (label string, agent bool, conversation strin
 		return "REST API", false, ""
 	case capability.PathBinding:
 		return "UI binding", false, ""
+	case capability.PathMCP:
+		return "MCP client (an agent)", false, ""
 	}
 	return string(via), false, ""
 }
@@ -205,7 +211,7 @@ func whyNotDecide(viewer *identity.User, a *approvals.Approval) string {
 		return "This request is " + string(a.Status) + "; it can no longer be decided."
 	}
 	for _, d := range a.Decisions {
-		if d.Approver.ID == viewer.ID {
+		if d.Approver.ID == viewer.ID && d.Counts {
 			return "You have already decided this request; it waits for another approver."
 		}
 	}

@@ -35,11 +35,16 @@ func snapshotEUR(invoiceID string) json.RawMessage {
 func (b *bundle) request(t *testing.T, clerk *identity.User, via capability.Path) uuid.UUID {
 	t.Helper()
 	invoiceID := uuid.Must(uuid.NewV7()).String()
-	input := json.RawMessage(`{"invoice_id":"` + invoiceID + `"}`)
+	return b.requestFor(t, clerk, via, capability.Target{Type: "invoice", ID: invoiceID, Version: 1, Amount: 45568, Currency: "EUR", Snapshot: snapshotEUR(invoiceID)})
+}
+
+// requestFor asks for issue-invoice on target as request does.
+func (b *bundle) requestFor(t *testing.T, clerk *identity.User, via capability.Path, target capability.Target) uuid.UUID {
+	t.Helper()
+	input := json.RawMessage(`{"invoice_id":"` + target.ID + `"}`)
 	hash, err := jsondoc.Hash(input)
 	require.NoError(t, err)
 	call := capability.Call{Name: "issue-invoice", Principal: clerk.Principal(), Via: via, Input: input, InputHash: hash}
-	target := capability.Target{Type: "invoice", ID: invoiceID, Version: 1, Amount: 45568, Currency: "EUR", Snapshot: snapshotEUR(invoiceID)}
 	err = store.WithTx(context.Background(), b.h.Pool, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := b.h.App.ApprovalGate().AuthorizeTx(ctx, tx, call, target)
 		return err
@@ -178,4 +183,57 @@ func TestSessionCookieOnV1NeedsCSRFHeaderToChangeState(t *testing.T) {
 	require.Empty(t, b.approval(t, id).Decisions)
 	// Reads need no token.
 	require.Equal(t, http.StatusOK, br.do(http.MethodGet, "/v1/approvals/"+id.String(), nil).status)
+}
+
+// A stricter approval policy returns an approved request to pending; its
+// page says how many approvals it needs now and which policy asked.
+func TestApprovalPageShowsARequirementRaisedByThePolicy(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	alice := b.user(t, "alice", identity.RoleApprover)
+	b.user(t, "bob", identity.RoleApprover)
+	admin := b.user(t, "ada", identity.RoleAdmin)
+	id := b.request(t, b.user(t, "carl", identity.RoleClerk), capability.PathREST)
+	ctx := context.Background()
+	svc := b.h.App.Approvals()
+	_, err := svc.Decide(ctx, alice.Principal(), capability.PathREST, id, 0, approvals.DecisionApprove, "")
+	require.NoError(t, err)
+	threshold := int64(10_000)
+	_, err = svc.PolicySet(ctx, admin.Principal(), capability.PathREST,
+		approvals.RuleInput{Capability: "issue-invoice", Currency: "EUR", MinAmount: &threshold, Approvers: 2}, 0)
+	require.NoError(t, err)
+
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("bob", testPassword).status)
+	p := br.do(http.MethodGet, "/approvals/"+id.String(), nil)
+	require.Equal(t, http.StatusOK, p.status)
+	require.Contains(t, p.body, "status-pending")
+	require.Contains(t, p.body, "1 of 2 required")
+	require.Contains(t, p.body, "approval policy version 2 asks more than the request was raised under (version 1: 1)")
+}
+
+// The inbox and the request page group amounts and give them their
+// currency's digits: the row names the currency, the invoice's columns
+// are numbers under "Amounts in USD".
+func TestInboxShowsAmountsGroupedWithTheirCurrencysDigits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(t, "alice", identity.RoleApprover)
+	b.user(t, "apu", identity.RoleApprover) // 16,237.50 needs a quorum of two
+	clerk := b.user(t, "carl", identity.RoleClerk)
+	invoiceID := uuid.Must(uuid.NewV7()).String()
+	snap := json.RawMessage(`{"id":"` + invoiceID + `","status":"draft","number":null,"customer_id":"c1",
+		"customer":{"id":"c1","name":"Initech Inc.","email":""},"currency":"USD","due_date":null,"memo":"",
+		"lines":[{"description":"Audit","quantity":1,"unit_amount":1500000,"tax_rate_bps":825,"amount":1500000,"tax_amount":123750}],
+		"subtotal":1500000,"tax_total":123750,"total":1623750,"version":1}`)
+	id := b.requestFor(t, clerk, capability.PathREST, capability.Target{Type: "invoice", ID: invoiceID, Version: 1, Amount: 1623750, Currency: "USD", Snapshot: snap})
+
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("alice", testPassword).status)
+	p := br.do(http.MethodGet, "/inbox", nil)
+	require.Contains(t, p.body, ">16,237.50 USD<")
+	p = br.do(http.MethodGet, "/approvals/"+id.String(), nil)
+	for _, want := range []string{"<dd>16,237.50 USD</dd>", ">15,000.00<", ">1,237.50<", `id="total">16,237.50<`, "Amounts in USD"} {
+		require.Contains(t, p.body, want)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -145,16 +146,7 @@ type invoiceView struct {
 
 // Invoice is the page GET /invoices/{id}: one invoice, printable.
 func (h *Handler) Invoice(c echo.Context, s *Session) error {
-	ctx := c.Request().Context()
-	id, err := parseID(c, "invoice")
-	if err != nil {
-		return err
-	}
-	inv, err := invoices.InvoiceGetByID(ctx, h.db, id)
-	if err != nil {
-		return err
-	}
-	cu, err := invoices.CustomerGetByID(ctx, h.db, inv.CustomerID)
+	inv, cu, err := h.invoiceWithCustomer(c)
 	if err != nil {
 		return err
 	}
@@ -171,6 +163,53 @@ func (h *Handler) Invoice(c echo.Context, s *Session) error {
 	d := h.data(c, s, title)
 	d.Data = invoiceView{Invoice: inv, Customer: cu}
 	return h.render(c, http.StatusOK, "invoice", d)
+}
+
+// invoiceWithCustomer reads the invoice the path names and its customer.
+func (h *Handler) invoiceWithCustomer(c echo.Context) (*invoices.Invoice, *invoices.Customer, error) {
+	ctx := c.Request().Context()
+	id, err := parseID(c, "invoice")
+	if err != nil {
+		return nil, nil, err
+	}
+	inv, err := invoices.InvoiceGetByID(ctx, h.db, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	cu, err := invoices.CustomerGetByID(ctx, h.db, inv.CustomerID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return inv, cu, nil
+}
+
+// InvoicePDF is GET /invoices/{id}/pdf: the invoice's document, as the API
+// serves it, for a signed-in user of any role (the inbox sends cookies, not
+// tokens). The request page links here with ?version=N, the version the
+// approver decides on: a draft changed since is refused, never shown in
+// its place.
+func (h *Handler) InvoicePDF(c echo.Context, _ *Session) error {
+	if err := invoices.RequireSeller(h.deps.Seller); err != nil {
+		return err
+	}
+	inv, cu, err := h.invoiceWithCustomer(c)
+	if err != nil {
+		return err
+	}
+	if v := c.QueryParam("version"); v != "" {
+		want, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return problem.Invalid("version", "must be an invoice version (an integer)")
+		}
+		if want != inv.Version {
+			return problem.Conflict(approvals.CodeApprovalStale, "the invoice has changed since this request was made (version "+
+				itoa(want)+" then, "+itoa(inv.Version)+" now); the request is stale, so this is not what it would issue")
+		}
+	}
+	// The page CSP (default-src 'none') is for HTML; on a PDF it could
+	// stop the browser's viewer. The other page headers stay.
+	c.Response().Header().Del("Content-Security-Policy")
+	return invoices.WritePDF(c, invoices.Document(inv, cu, h.deps.Seller))
 }
 
 // currentVersion is the target invoice's version now, to tell the

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/stretchr/testify/require"
@@ -19,9 +18,7 @@ import (
 // capabilities, as clerk.
 func (b *bundle) drafts(t *testing.T, clerk *identity.User, name string, n int) []*invoices.Invoice {
 	t.Helper()
-	reg := capability.NewRegistry()
-	reg.MustRegister(invoices.Capabilities(invoices.NewService(b.h.Pool, b.h.App.ApprovalGate(), b.h.App.Events(), invoices.Config{}))...)
-	ag := &agent{reg: reg, who: clerk.Principal(), conv: "c"}
+	ag := b.agent(clerk, "c")
 	out, err := ag.call(context.Background(), "create-customer", map[string]any{"name": name, "email": "x@example.com", "currency": "JPY"})
 	require.NoError(t, err)
 	cust := out.(*invoices.Customer)
@@ -49,7 +46,7 @@ func TestInvoicesListFiltersAndPrintableInvoice(t *testing.T) {
 	p := br.do(http.MethodGet, "/invoices", nil)
 	require.Equal(t, http.StatusOK, p.status)
 	require.Equal(t, 3, strings.Count(p.body, `<a href="/invoices/`))
-	require.Contains(t, p.body, "2200 JPY", "JPY has no minor unit: 2 × 1000 + 10 % tax")
+	require.Contains(t, p.body, "2,200 JPY", "JPY has no minor unit: 2 × 1000 + 10 % tax")
 	for _, label := range []string{`for="f-status"`, `for="f-customer"`, `for="f-number"`, `for="f-from"`, `for="f-to"`} {
 		require.Contains(t, p.body, label)
 	}
@@ -101,9 +98,7 @@ func TestStaleRequestShowsBannerAndNoButtons(t *testing.T) {
 	b := setup(t)
 	b.user(t, "alice", identity.RoleApprover)
 	clerk := b.user(t, "carl", identity.RoleClerk)
-	reg := capability.NewRegistry()
-	reg.MustRegister(invoices.Capabilities(invoices.NewService(b.h.Pool, b.h.App.ApprovalGate(), b.h.App.Events(), invoices.Config{}))...)
-	ag := &agent{reg: reg, who: clerk.Principal(), conv: "conv-stale"}
+	ag := b.agent(clerk, "conv-stale")
 	invoiceID, approvalID := ag.draftAndRequest(t, "Globex GmbH")
 
 	// The clerk edits the draft after asking: the request no longer
@@ -118,4 +113,48 @@ func TestStaleRequestShowsBannerAndNoButtons(t *testing.T) {
 	require.Contains(t, p.body, `class="banner"`)
 	require.Contains(t, p.body, "The invoice has changed since this request was made (version 1 then, 2 now)")
 	require.NotContains(t, p.body, `/approve"`)
+}
+
+// Amounts show their currency's digits, grouped, with the code after them:
+// the list and the invoice page name the currency, a line's columns are
+// numbers under the invoice's currency.
+func TestPagesShowAmountsGroupedWithTheirCurrencysDigits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	clerk := b.user(t, "carl", identity.RoleClerk)
+	ag := b.agent(clerk, "c")
+	ids := map[string]string{}
+	for _, c := range []struct {
+		currency    string
+		unit, bps   int64
+		description string
+	}{
+		{"USD", 1500000, 825, "Audit"}, // 15,000.00 + 8.25 % = 16,237.50
+		{"JPY", 3700, 1000, "Tea"},     // 3,700 + 370 = 4,070
+		{"BHD", 2000, 550, "Dates"},    // 2.000 + 0.110 = 2.110
+	} {
+		out, err := ag.call(context.Background(), "create-customer", map[string]any{"name": "Buyer " + c.currency, "currency": c.currency})
+		require.NoError(t, err)
+		out, err = ag.call(context.Background(), "create-draft-invoice", map[string]any{
+			"customer_id": out.(*invoices.Customer).ID.String(),
+			"lines":       []map[string]any{{"description": c.description, "quantity": 1, "unit_amount": c.unit, "tax_rate_bps": c.bps}},
+		})
+		require.NoError(t, err)
+		ids[c.currency] = out.(*invoices.Invoice).ID.String()
+	}
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("carl", testPassword).status)
+
+	p := br.do(http.MethodGet, "/invoices", nil)
+	for _, want := range []string{">16,237.50 USD<", ">4,070 JPY<", ">2.110 BHD<"} {
+		require.Contains(t, p.body, want)
+	}
+	p = br.do(http.MethodGet, "/invoices/"+ids["USD"], nil)
+	for _, want := range []string{">15,000.00<", ">1,237.50<", ">16,237.50 USD<"} {
+		require.Contains(t, p.body, want)
+	}
+	p = br.do(http.MethodGet, "/invoices/"+ids["BHD"], nil)
+	for _, want := range []string{">2.000<", ">0.110<", ">2.110 BHD<"} {
+		require.Contains(t, p.body, want)
+	}
 }

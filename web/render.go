@@ -49,9 +49,10 @@ type templates struct {
 }
 
 var funcs = template.FuncMap{
-	"money": money.Format,
-	// amount is money for a reader: "455.68 EUR".
-	"amount": func(minor int64, currency string) string { return money.Format(minor, currency) + " " + currency },
+	// money is an amount in a column whose currency is stated once:
+	// "16,237.50"; amount names its currency: "16,237.50 USD".
+	"money":  money.Grouped,
+	"amount": money.Display,
 	"asset":  func(name string) string { return "/static/" + name + "?v=" + assetVersion },
 	"ago":    ago,
 	"until":  until,

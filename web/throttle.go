@@ -41,8 +41,12 @@ func throttleHit(ctx context.Context, db store.Executor, key string, lim Throttl
 	}
 	if attempts > lim.Attempts {
 		secs := int(retry) + 1
+		wait := "1 minute"
+		if m := (secs + 59) / 60; m > 1 {
+			wait = fmt.Sprintf("%d minutes", m)
+		}
 		return problem.New(http.StatusTooManyRequests, CodeRateLimited,
-			fmt.Sprintf("too many sign-in attempts; try again in %d minutes", (secs+59)/60)).With("retry_after", strconv.Itoa(secs))
+			"too many sign-in attempts; try again in "+wait).With("retry_after", strconv.Itoa(secs))
 	}
 	return nil
 }

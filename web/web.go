@@ -227,6 +227,7 @@ func (h *Handler) errorPage(c echo.Context, s *Session, err error) error {
 	if c.Response().Committed {
 		return nil
 	}
+	server.SetRetryAfter(c, p)
 	d := h.data(c, s, p.Title)
 	d.Problem = p
 	return h.render(c, p.Status, "error", d)

@@ -225,6 +225,8 @@ func TestWrongPasswordFiveTimesIsRateLimited(t *testing.T) {
 	require.Equal(t, http.StatusTooManyRequests, p.status)
 	require.NotEmpty(t, p.header.Get("Retry-After"))
 	require.Contains(t, p.body, "Too many sign-in attempts")
+	require.Equal(t, 1, strings.Count(strings.ToLower(p.body), "too many sign-in attempts"), "said once: %s", p.body)
+	require.Regexp(t, `try again in 1[56] minutes\.`, p.body)
 	require.Nil(t, br.cookie(web.SessionCookie))
 
 	// The limit is per username: another user from the same address signs in.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/openapi/openapitest"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -34,12 +35,18 @@ type Options struct {
 	Config app.Config
 	// Log receives the service's logs; nil discards them.
 	Log *slog.Logger
+	// DatabaseURL, when set, is a migrated database to run on (such as a
+	// storetest.Cluster's) instead of a new clone of the test server's.
+	DatabaseURL string
 }
 
 // New starts the service on a fresh migrated database.
 func New(t testing.TB, opts Options) *Harness {
 	t.Helper()
-	dbURL := storetest.URL(t)
+	dbURL := opts.DatabaseURL
+	if dbURL == "" {
+		dbURL = storetest.URL(t)
+	}
 	pool := storetest.PoolFor(t, dbURL)
 	log := opts.Log
 	if log == nil {
@@ -52,9 +59,18 @@ func New(t testing.TB, opts Options) *Harness {
 	t.Cleanup(a.Close)
 	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return pool.Ping(ctx) })
 	a.Routes(e)
-	srv := httptest.NewServer(e)
+	// Every exchange of the test is held to openapi/openapi.yaml.
+	srv := httptest.NewServer(openapitest.Wrap(t, e))
 	t.Cleanup(srv.Close)
 	return &Harness{URL: srv.URL, DBURL: dbURL, Pool: pool, App: a, Server: srv}
+}
+
+// Replica starts another instance of the service over h's database, with
+// a pool of its own, as a second replica runs.
+func (h *Harness) Replica(t testing.TB, opts Options) *Harness {
+	t.Helper()
+	opts.DatabaseURL = h.DBURL
+	return New(t, opts)
 }
 
 // User creates a user with role and returns it with an API token.

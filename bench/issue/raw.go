@@ -18,8 +18,9 @@ import (
 const auditLockKey int64 = 0x61756469_74636861
 
 // rawScript is the issue transaction as SQL, statement for statement what
-// the service sends (invoice lock and lines, customer, the gate's lookup,
-// consume and notify, two audit appends, the numbered update, and River's
+// the service sends (invoice lock and lines, customer, the gate's lookup
+// and the approval policy's rules, consume and notify, two audit appends,
+// the numbered update, and River's
 // insert of the invoice.issued event: its JobInsertFastMany with one row,
 // on a queue nothing works; River's occasional insert notification, at
 // most one per 100 ms, is left out), with the audit events built in SQL. Pipelines mirror the statements pgx
@@ -33,7 +34,8 @@ BEGIN;
 SELECT id, number, status, customer_id, currency, due_date, memo, subtotal, tax_total, total, issued_at, voided_at, paid_at, version, created_at, updated_at FROM invoices WHERE id = :inv FOR UPDATE;
 SELECT invoice_id, description, quantity, unit_amount, tax_rate_bps, amount, tax_amount FROM invoice_lines WHERE invoice_id = ANY(ARRAY[:inv::uuid]) ORDER BY invoice_id, position;
 SELECT id, name, email, currency, version, created_at, updated_at FROM customers WHERE id = :cust;
-SELECT r.id, r.capability, r.status, r.input, r.input_hash, r.target_type, r.target_id, r.target_version, r.amount, r.currency, r.snapshot, r.requested_by, u.username, r.requested_via, r.reason, r.required_approvals, r.created_at, r.updated_at, r.expires_at, r.decided_at, r.consumed_at, r.consumed_by, r.expiry_reported_at IS NOT NULL, r.version FROM approval_requests r JOIN users u ON u.id = r.requested_by WHERE r.capability = 'issue-invoice' AND r.target_type = 'invoice' AND r.target_id = :inv AND r.input_hash = :ih ORDER BY r.created_at DESC, r.id DESC LIMIT 1 FOR UPDATE OF r;
+SELECT r.id, r.capability, r.status, r.input, r.input_hash, r.target_type, r.target_id, r.target_version, r.amount, r.currency, r.snapshot, r.requested_by, u.username, r.requested_via, r.reason, r.required_approvals, r.created_at, r.updated_at, r.expires_at, r.decided_at, r.consumed_at, r.consumed_by, r.expiry_reported_at IS NOT NULL, r.version, r.policy_version, r.policy_rule_id, r.policy_required, r.required_raised_version FROM approval_requests r JOIN users u ON u.id = r.requested_by WHERE r.capability = 'issue-invoice' AND r.target_type = 'invoice' AND r.target_id = :inv AND r.input_hash = :ih ORDER BY r.created_at DESC, r.id DESC LIMIT 1 FOR UPDATE OF r;
+SELECT v.version, r.id, r.capability, coalesce(r.currency, '*'), r.min_amount, r.min_amount_major, r.approvers, r.from_version, r.to_version FROM (SELECT max(version) AS version FROM approval_policy_versions) v LEFT JOIN approval_policy_rules r ON r.to_version IS NULL AND r.capability = 'issue-invoice' AND (r.currency = 'EUR' OR r.currency IS NULL);
 \startpipeline
 UPDATE approval_requests SET status = 'consumed', consumed_at = now(), consumed_by = gen_random_uuid(), updated_at = now(), version = version + 1 WHERE id = :appr AND status = 'approved';
 SELECT pg_notify('invoiced_approvals', '{"id":"' || :appr::text || '","status":"consumed","version":3}');

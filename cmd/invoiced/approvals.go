@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -90,8 +91,8 @@ func cmdApprovalsList(ctx context.Context, e env, args []string, stdout, stderr 
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tCAPABILITY\tTARGET\tAMOUNT\tREQUESTED BY\tAPPROVALS\tEXPIRES")
 	for _, a := range list.Data {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s v%d\t%s %s\t%s\t%d/%d\t%s\n", a.ID, a.Status, a.Capability,
-			a.Target.Type, a.Target.ID, a.Target.Version, money.Format(a.Amount, a.Currency), a.Currency,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s v%d\t%s\t%s\t%d/%d\t%s\n", a.ID, a.Status, a.Capability,
+			a.Target.Type, a.Target.ID, a.Target.Version, money.Display(a.Amount, a.Currency),
 			a.RequestedBy.Username, a.Approvals, a.RequiredApprovals, a.ExpiresAt.Format(time.RFC3339))
 	}
 	if err := tw.Flush(); err != nil {
@@ -112,24 +113,9 @@ func cmdApprovalsDecide(ctx context.Context, e env, decision string, args []stri
 		"the same rules apply as in the inbox (never your own request; a denial needs a reason).", stderr)
 	as := fs.String("as", "", "username of the approver or admin deciding (required)")
 	reason := fs.String("reason", "", "why (required to deny)")
-	// The id may come before or after the flags.
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	rest := fs.Args()
-	if len(rest) > 0 {
-		if err := parse(fs, rest[1:]); err != nil {
-			return err
-		}
-		rest = append([]string{rest[0]}, fs.Args()...)
-	}
-	if len(rest) != 1 || *as == "" {
-		fs.Usage()
-		return errUsage
-	}
-	id, err := uuid.Parse(rest[0])
+	id, err := parseIDAs(fs, args, as, "approval")
 	if err != nil {
-		return problem.NotFound("approval " + rest[0])
+		return err
 	}
 	pool, err := store.Open(ctx, store.PoolConfig{URL: e.get("DATABASE_URL", ""), MaxConns: 2})
 	if err != nil {
@@ -150,4 +136,28 @@ func cmdApprovalsDecide(ctx context.Context, e env, decision string, args []stri
 	}
 	fmt.Fprintf(stdout, "approval %s is %s (%d of %d approvals)\n", a.ID, a.Status, a.Approvals, a.RequiredApprovals)
 	return nil
+}
+
+// parseIDAs parses fs's flags around exactly one argument, the id of a
+// what, which may come before or after them; as (--as) is required.
+func parseIDAs(fs *flag.FlagSet, args []string, as *string, what string) (uuid.UUID, error) {
+	if err := parse(fs, args); err != nil {
+		return uuid.Nil, err
+	}
+	rest := fs.Args()
+	if len(rest) > 0 {
+		if err := parse(fs, rest[1:]); err != nil {
+			return uuid.Nil, err
+		}
+		rest = append([]string{rest[0]}, fs.Args()...)
+	}
+	if len(rest) != 1 || *as == "" {
+		fs.Usage()
+		return uuid.Nil, errUsage
+	}
+	id, err := uuid.Parse(rest[0])
+	if err != nil {
+		return uuid.Nil, problem.NotFound(what + " " + rest[0])
+	}
+	return id, nil
 }

@@ -152,6 +152,21 @@ func TestAuditVerifyCLI(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "--anchor")
 
+	// Moving when an event was recorded breaks the chain; moving it back
+	// mends it.
+	moveRecordedAt := func(by string) {
+		_, err := b.pool.Exec(b.ctx, `SET session_replication_role = replica;
+			UPDATE audit_events SET recorded_at = recorded_at + interval '`+by+`' WHERE seq = 3;
+			SET session_replication_role = origin`)
+		require.NoError(t, err)
+	}
+	moveRecordedAt("-1 hour")
+	r = invoke(b.ctx, b.env, "audit", "verify")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "broken at seq 3")
+	moveRecordedAt("1 hour")
+	require.Equal(t, 0, invoke(b.ctx, b.env, "audit", "verify").code)
+
 	// A superuser removes the newest event: only the anchor tells.
 	_, err := b.pool.Exec(b.ctx, fmt.Sprintf(`ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete;
 		DELETE FROM audit_events WHERE seq = %d;

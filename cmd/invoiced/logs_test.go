@@ -118,8 +118,8 @@ func runFailingChats(t *testing.T) (string, []string, string, string) {
 
 	dbURL := storetest.URL(t)
 	token := createClerk(t, dbURL)
-	addr := freeAddr(t)
-	e := env{"DATABASE_URL": dbURL, "INVOICED_ADDR": addr, "INVOICED_LOG_LEVEL": "debug",
+	addr, metricsAddr := freeAddr(t), freeAddr(t)
+	e := env{"DATABASE_URL": dbURL, "INVOICED_ADDR": addr, "INVOICED_METRICS_ADDR": metricsAddr, "INVOICED_LOG_LEVEL": "debug",
 		"INVOICED_MODEL_PROVIDER": "openai", "INVOICED_MODEL_BASE_URL": srv.URL + "/v1",
 		"INVOICED_MODEL_NAME": "m", "INVOICED_MODEL_API_KEY": key}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -141,7 +141,7 @@ func runFailingChats(t *testing.T) (string, []string, string, string) {
 		require.Equal(t, 200, resp.StatusCode, "chat %d: %s", i, b)
 		streams = append(streams, string(b))
 	}
-	mresp, err := http.Get("http://" + addr + "/metrics")
+	mresp, err := http.Get("http://" + metricsAddr + "/metrics")
 	require.NoError(t, err)
 	metrics, _ := io.ReadAll(mresp.Body)
 	mresp.Body.Close()

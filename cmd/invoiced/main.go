@@ -28,11 +28,17 @@ Usage:
   invoiced serve [--migrate]                 run the HTTP API
   invoiced migrate up|down|redo|status|version
                                              manage the database schema
-  invoiced users create --username NAME --role clerk|approver|admin
+  invoiced users create --username NAME --role clerk|approver|admin [--email ADDRESS]
                                              create a user and print a token
+  invoiced users list                        list users
+  invoiced users disable|enable NAME         take a user's access away, or give it back
+  invoiced users role NAME ROLE              change a user's role
+  invoiced users email NAME ADDRESS|--clear  set or clear a user's email address
   invoiced users passwd NAME                 set a user's web inbox password (prompt or stdin)
   invoiced tokens create --username NAME     print a new API token for a user
+  invoiced tokens list NAME | revoke ID      list a user's tokens; revoke one
   invoiced approvals list|approve|deny       list and decide approval requests
+  invoiced policy list|set|delete            how many approvers a request needs (admins)
   invoiced webhooks add|list|disable|enable|rotate-secret|deliveries|redeliver
                                              manage webhook endpoints
   invoiced healthcheck                       exit 0 when the local server is ready
@@ -61,6 +67,8 @@ func run(ctx context.Context, args []string, env env, stdin io.Reader, stdout, s
 		err = cmdTokens(ctx, env, args[1:], stdout, stderr)
 	case "approvals":
 		err = cmdApprovals(ctx, env, args[1:], stdout, stderr)
+	case "policy":
+		err = cmdPolicy(ctx, env, args[1:], stdout, stderr)
 	case "audit":
 		err = cmdAudit(ctx, env, args[1:], stdout, stderr)
 	case "webhooks":

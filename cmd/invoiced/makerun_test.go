@@ -18,11 +18,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestMakeRunServesOnAFreshDatabase runs the README's `make run` the way a
-// newcomer does: the database does not exist yet; make run creates it,
-// migrates, creates the first admin, prints its token and serves.
-func TestMakeRunServesOnAFreshDatabase(t *testing.T) {
-	t.Parallel()
+// madeRun is a `make run` serving: where, its first admin's token, its
+// database, and the directory whose bin/invoiced it built.
+type madeRun struct {
+	addr, token, dbURL, dir string
+}
+
+// makeRun runs the README's `make run` the way a newcomer does, with the
+// binary built under a directory of the test's own and a database that
+// does not exist yet: make run creates it, migrates, creates the first
+// admin, prints its token and serves. It returns once the service is
+// ready; the test's end stops it and drops the database.
+func makeRun(t *testing.T) *madeRun {
+	t.Helper()
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Fatalf("make is required for this test: %v", err)
 	}
@@ -38,8 +46,9 @@ func TestMakeRunServesOnAFreshDatabase(t *testing.T) {
 			conn.Close(context.Background())
 		}
 	})
+	dir := t.TempDir()
 	addr := freeAddr(t)
-	cmd := exec.Command("make", "--no-print-directory", "run", "BIN="+filepath.Join(t.TempDir(), "invoiced"))
+	cmd := exec.Command("make", "--no-print-directory", "run", "BIN="+filepath.Join(dir, "bin", "invoiced"))
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "INVOICED_ADDR="+addr)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -87,9 +96,16 @@ func TestMakeRunServesOnAFreshDatabase(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == 200
 	}, time.Minute, 100*time.Millisecond)
+	return &madeRun{addr: addr, token: token, dbURL: dbURL, dir: dir}
+}
 
-	req, _ := http.NewRequest("GET", "http://"+addr+"/v1/me", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
+// TestMakeRunServesOnAFreshDatabase: make run on a database that does not
+// exist yet serves, and the token it prints works.
+func TestMakeRunServesOnAFreshDatabase(t *testing.T) {
+	t.Parallel()
+	mr := makeRun(t)
+	req, _ := http.NewRequest("GET", "http://"+mr.addr+"/v1/me", nil)
+	req.Header.Set("Authorization", "Bearer "+mr.token)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()

@@ -27,13 +27,20 @@ func servePprof(addr string, log *slog.Logger) (func(), error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return serveSide("INVOICED_PPROF_ADDR", addr, mux, log)
+}
+
+// serveSide serves h on a listener of its own beside the API (setting
+// names the address's variable, for errors and the log) until the
+// returned stop is called.
+func serveSide(setting, addr string, h http.Handler, log *slog.Logger) (func(), error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("INVOICED_PPROF_ADDR: %w", err)
+		return nil, fmt.Errorf("%s: %w", setting, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()
-	log.Info("pprof listening", "addr", l.Addr().String())
+	log.Info("listening", "setting", setting, "addr", l.Addr().String())
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

@@ -10,10 +10,14 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/approvals"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop/model"
@@ -25,8 +29,22 @@ import (
 type config struct {
 	DatabaseURL string
 	HTTP        server.Config
+	// MetricsAddr is where Prometheus metrics are served
+	// (INVOICED_METRICS_ADDR); empty, they are not collected or served.
+	MetricsAddr string
 	MaxConns    int32
 	App         app.Config
+}
+
+// checkAddr refuses an address that is not host:port or :port, naming
+// the setting, before anything was set up.
+func checkAddr(setting, addr string) error {
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return fmt.Errorf("%s must be host:port or :port, not %q", setting, addr)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%s's port must be a number from 0 to 65535, not %q", setting, port)
+	}
+	return nil
 }
 
 // boolSetting reads a true/false setting; unset is false, anything
@@ -48,10 +66,16 @@ var numberPrefixRE = regexp.MustCompile(`^[A-Z][A-Z0-9]{0,9}$`)
 func loadConfig(e env) (config, error) {
 	c := config{DatabaseURL: e.get("DATABASE_URL", ""), HTTP: server.DefaultConfig()}
 	c.HTTP.Addr = e.get("INVOICED_ADDR", c.HTTP.Addr)
-	if _, port, err := net.SplitHostPort(c.HTTP.Addr); err != nil || port == "" {
-		return c, fmt.Errorf("INVOICED_ADDR must be host:port or :port, not %q", c.HTTP.Addr)
-	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return c, fmt.Errorf("INVOICED_ADDR's port must be a number from 0 to 65535, not %q", port)
+	if err := checkAddr("INVOICED_ADDR", c.HTTP.Addr); err != nil {
+		return c, err
+	}
+	if c.MetricsAddr = e.get("INVOICED_METRICS_ADDR", ""); c.MetricsAddr != "" {
+		if err := checkAddr("INVOICED_METRICS_ADDR", c.MetricsAddr); err != nil {
+			return c, err
+		}
+		if c.MetricsAddr == c.HTTP.Addr {
+			return c, fmt.Errorf("INVOICED_METRICS_ADDR must differ from INVOICED_ADDR (%q): metrics are never served on the API port", c.HTTP.Addr)
+		}
 	}
 	if v := e.get("INVOICED_LOG_LEVEL", ""); v != "" {
 		var l slog.Level
@@ -96,6 +120,9 @@ func loadConfig(e env) (config, error) {
 	if c.App.Webhooks, err = webhookSettings(e); err != nil {
 		return c, err
 	}
+	if err := sellerSettings(e, &c.App.Seller); err != nil {
+		return c, err
+	}
 	m, err := model.FromSettings(func(k string) string { return e.get(k, "") })
 	switch {
 	case errors.Is(err, model.ErrNotConfigured):
@@ -108,8 +135,8 @@ func loadConfig(e env) (config, error) {
 	return c, nil
 }
 
-// approvalSettings reads the INVOICED_APPROVAL_* settings into p; unset
-// ones leave p's defaults.
+// approvalSettings reads the INVOICED_APPROVAL_*_TTL settings into p;
+// unset ones leave p's defaults.
 func approvalSettings(e env, p *approvals.Policy) error {
 	for _, d := range []struct {
 		key string
@@ -123,19 +150,42 @@ func approvalSettings(e env, p *approvals.Policy) error {
 			*d.dst = dur
 		}
 	}
-	if v := e.get("INVOICED_APPROVAL_QUORUM_THRESHOLD", ""); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			return fmt.Errorf("INVOICED_APPROVAL_QUORUM_THRESHOLD must be a positive whole amount in major units, not %q", v)
+	// How many approvers a request needs is data that admins own (ADR-0014);
+	// serve refuses the quorum settings rather than start with a policy
+	// other than the one whoever set them meant.
+	for _, key := range []string{"INVOICED_APPROVAL_QUORUM_THRESHOLD", "INVOICED_APPROVAL_QUORUM"} {
+		if e.get(key, "") != "" {
+			return fmt.Errorf("%s is not a setting: how many approvers a request needs is the approval policy in the database, "+
+				"which an admin reads with `invoiced policy list` and changes with `invoiced policy set` (README: Approval policy); unset %s", key, key)
 		}
-		p.QuorumThreshold = n
 	}
-	if v := e.get("INVOICED_APPROVAL_QUORUM", ""); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 10 {
-			return fmt.Errorf("INVOICED_APPROVAL_QUORUM must be an integer from 1 to 10, not %q", v)
+	return nil
+}
+
+// sellerSettings reads who issues the documents. The address is several
+// lines: newlines, or the two characters \n for an env file that cannot
+// hold a newline. Control characters are refused by name: a PDF cannot
+// show them.
+func sellerSettings(e env, p *document.Party) error {
+	const rule = " must be UTF-8 text of at most 1,000 characters without control characters"
+	for _, s := range []struct {
+		key, rule string
+		dst       *string
+		multiLine bool
+	}{
+		{"INVOICED_SELLER_NAME", rule, &p.Name, false},
+		{"INVOICED_SELLER_ADDRESS", rule + " (lines separated by newlines or \\n)", &p.Address, true},
+		{"INVOICED_SELLER_TAX_ID", rule, &p.TaxID, false},
+	} {
+		v := strings.TrimSpace(e.get(s.key, ""))
+		if s.multiLine {
+			v = strings.ReplaceAll(strings.ReplaceAll(v, `\n`, "\n"), "\r\n", "\n")
 		}
-		p.Quorum = n
+		bad := strings.ContainsFunc(v, func(r rune) bool { return unicode.IsControl(r) && (r != '\n' || !s.multiLine) })
+		if bad || !utf8.ValidString(v) || utf8.RuneCountInString(v) > 1000 {
+			return errors.New(s.key + s.rule)
+		}
+		*s.dst = v
 	}
 	return nil
 }
@@ -208,16 +258,25 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 		}
 		return nil
 	}
-	metrics := server.NewMetrics()
-	metrics.RegisterPool(pool)
-	cfg.HTTP.Metrics = metrics
+	if cfg.MetricsAddr != "" {
+		metrics := server.NewMetrics()
+		metrics.RegisterPool(pool)
+		cfg.HTTP.Metrics = metrics
+		stopMetrics, err := serveSide("INVOICED_METRICS_ADDR", cfg.MetricsAddr, metrics.Handler(), log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	e2 := server.New(cfg.HTTP, log, ready)
 	a, err := app.New(ctx, cfg.App, pool, log)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	metrics.Registry.MustRegister(a.Collectors()...)
+	if cfg.HTTP.Metrics != nil {
+		cfg.HTTP.Metrics.Registry.MustRegister(a.Collectors()...)
+	}
 	a.Routes(e2)
 
 	if addr := e.get("INVOICED_PPROF_ADDR", ""); addr != "" {

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"runtime/debug"
+	"strings"
 	"testing"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/stretchr/testify/require"
 )
@@ -46,4 +48,46 @@ func TestServeGCTargetDefaultsTo400UnlessGOGCIsSet(t *testing.T) {
 	require.Equal(t, 400, debug.SetGCPercent(100))
 	gcDefault(env{"GOGC": "150"})
 	require.Equal(t, 100, debug.SetGCPercent(100), "an operator's GOGC is left as the runtime applied it")
+}
+
+// The quorum settings are refused by name, pointing at the approval
+// policy that replaced them, rather than silently ignored: whoever set
+// one meant a policy the database may not hold.
+func TestServeRefusesTheQuorumSettingsPointingAtThePolicy(t *testing.T) {
+	t.Parallel()
+	for _, key := range []string{"INVOICED_APPROVAL_QUORUM_THRESHOLD", "INVOICED_APPROVAL_QUORUM"} {
+		t.Run(key, func(t *testing.T) {
+			r := invoke(context.Background(), env{key: "2", "DATABASE_URL": "postgres://postgres@127.0.0.1:1/x?sslmode=disable&connect_timeout=2"}, "serve")
+			require.Equal(t, 1, r.code)
+			require.Contains(t, r.stderr, key)
+			require.Contains(t, r.stderr, "invoiced policy set")
+		})
+	}
+}
+
+// The seller's details come from INVOICED_SELLER_*: an address of several
+// lines (newlines, or \n in an env file), and a value a PDF cannot show
+// refused by name.
+func TestSellerSettings(t *testing.T) {
+	t.Parallel()
+	for _, addr := range []string{"Hauptstraße 5\n10115 Berlin", `Hauptstraße 5\n10115 Berlin`, "Hauptstraße 5\r\n10115 Berlin\n"} {
+		c, err := loadConfig(env{"INVOICED_SELLER_NAME": " Nordlicht GmbH ", "INVOICED_SELLER_ADDRESS": addr, "INVOICED_SELLER_TAX_ID": "DE123456789"})
+		require.NoError(t, err)
+		require.Equal(t, document.Party{Name: "Nordlicht GmbH", Address: "Hauptstraße 5\n10115 Berlin", TaxID: "DE123456789"}, c.App.Seller, "%q", addr)
+	}
+	c, err := loadConfig(env{})
+	require.NoError(t, err)
+	require.Zero(t, c.App.Seller, "unset: the PDF routes answer 503 naming the settings")
+	for key, val := range map[string]string{
+		"INVOICED_SELLER_NAME":    "Nordlicht\nGmbH",
+		"INVOICED_SELLER_ADDRESS": "Hauptstraße 5\t10115 Berlin",
+		"INVOICED_SELLER_TAX_ID":  "DE\x00123",
+	} {
+		_, err := loadConfig(env{key: val})
+		require.ErrorContains(t, err, key, "%q", val)
+	}
+	_, err = loadConfig(env{"INVOICED_SELLER_NAME": strings.Repeat("x", 1001)})
+	require.ErrorContains(t, err, "INVOICED_SELLER_NAME")
+	_, err = loadConfig(env{"INVOICED_SELLER_TAX_ID": "\xff"})
+	require.ErrorContains(t, err, "INVOICED_SELLER_TAX_ID")
 }

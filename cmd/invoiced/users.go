@@ -4,31 +4,94 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
 
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/accounts"
+	"github.com/invoiced/invoiced/approvals"
+	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/outbox"
+	"github.com/invoiced/invoiced/page"
+	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
-	"github.com/jackc/pgx/v5"
 )
 
-func cmdUsers(ctx context.Context, e env, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "passwd" {
-		return cmdUsersPasswd(ctx, e, args[1:], stdin, stdout, stderr)
+const usersUsage = `Usage:
+  invoiced users create --username NAME --role clerk|approver|admin [--display-name TEXT] [--email ADDRESS]
+  invoiced users list [--limit N]
+  invoiced users disable NAME
+  invoiced users enable NAME
+  invoiced users role NAME clerk|approver|admin
+  invoiced users email NAME ADDRESS|--clear
+  invoiced users passwd NAME`
+
+const tokensUsage = `Usage:
+  invoiced tokens create --username NAME [--name LABEL]
+  invoiced tokens list NAME
+  invoiced tokens revoke ID`
+
+// opsActor is who the CLI acts as in the audit chain: whoever runs it
+// holds the database's credentials, not an invoiced user's, so the OS
+// account names them.
+func opsActor(e env) accounts.Actor {
+	return accounts.Actor{Name: "os:" + e.get("USER", e.get("LOGNAME", "unknown")), Via: capability.PathCLI}
+}
+
+// withAccounts runs fn with the accounts service over a small pool. The
+// approval policy comes from the same INVOICED_APPROVAL_* settings serve
+// reads, so a request a demotion returns to pending gets serve's
+// pending window.
+func withAccounts(ctx context.Context, e env, fn func(*accounts.Service) error) error {
+	var policy approvals.Policy
+	if err := approvalSettings(e, &policy); err != nil {
+		return err
 	}
-	if len(args) == 0 || args[0] != "create" {
-		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
-			fmt.Fprintln(stdout, "Usage: invoiced users create --username NAME --role clerk|approver|admin [--display-name TEXT]")
-			return nil
-		}
-		fmt.Fprintln(stderr, "Usage: invoiced users create --username NAME --role clerk|approver|admin [--display-name TEXT]")
+	pool, err := store.Open(ctx, store.PoolConfig{URL: e.get("DATABASE_URL", ""), MaxConns: 2})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	emit, err := outbox.NewEmitter(nil)
+	if err != nil {
+		return err
+	}
+	return fn(accounts.NewService(pool, approvals.NewService(pool, policy, nil, emit)))
+}
+
+func cmdUsers(ctx context.Context, e env, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usersUsage)
 		return errUsage
 	}
+	switch args[0] {
+	case "create":
+		return cmdUsersCreate(ctx, e, args[1:], stdout, stderr)
+	case "list":
+		return cmdUsersList(ctx, e, args[1:], stdout, stderr)
+	case "disable", "enable", "role", "email":
+		return cmdUsersChange(ctx, e, args[0], args[1:], stdout, stderr)
+	case "passwd":
+		return cmdUsersPasswd(ctx, e, args[1:], stdin, stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprintln(stdout, usersUsage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "invoiced users: unknown subcommand %q\n%s\n", args[0], usersUsage)
+	return errUsage
+}
+
+func cmdUsersCreate(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
 	fs := flagSet("users create --username NAME --role clerk|approver|admin",
 		"Create a user and print a new API token for them, alone on the last line.\n"+
 			"The token is shown once: only its SHA-256 is stored.", stderr)
 	username := fs.String("username", "", "login name: lowercase letters, digits, '.', '_' or '-' (required)")
 	role := fs.String("role", "", "clerk, approver or admin (required)")
 	display := fs.String("display-name", "", "name shown to other users")
-	if err := parse(fs, args[1:]); err != nil {
+	email := fs.String("email", "", "where notifications reach them (unique, ignoring case)")
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *username == "" || *role == "" {
@@ -39,58 +102,267 @@ func cmdUsers(ctx context.Context, e env, args []string, stdin io.Reader, stdout
 	if err != nil {
 		return err
 	}
-	pool, err := store.Open(ctx, store.PoolConfig{URL: e.get("DATABASE_URL", ""), MaxConns: 2})
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	token, err := store.WithTxResult(ctx, pool, func(ctx context.Context, tx pgx.Tx) (string, error) {
-		u, err := identity.UserCreate(ctx, tx, identity.UserCreateParams{Username: *username, DisplayName: *display, Role: r})
+	return withAccounts(ctx, e, func(svc *accounts.Service) error {
+		u, token, err := svc.Create(ctx, opsActor(e),
+			identity.UserCreateParams{Username: *username, DisplayName: *display, Role: r, Email: *email}, "created with the user")
 		if err != nil {
-			return "", err
+			return err
 		}
-		return identity.TokenCreate(ctx, tx, u.ID, "created with the user")
+		fmt.Fprintf(stdout, "created user %s with role %s; their API token (shown once):\n%s\n", u.Username, u.Role, token)
+		return nil
 	})
-	if err != nil {
+}
+
+func cmdUsersList(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
+	fs := flagSet("users list [--limit N]", "List users, newest first.", stderr)
+	limit := fs.Int("limit", page.MaxLimit, fmt.Sprintf("how many to show (1-%d)", page.MaxLimit))
+	if err := parse(fs, args); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "created user %s with role %s; their API token (shown once):\n%s\n", *username, r, token)
-	return nil
+	if *limit < 1 || *limit > page.MaxLimit {
+		return problem.Invalid("limit", "must be from 1 to %d", page.MaxLimit)
+	}
+	return withAccounts(ctx, e, func(svc *accounts.Service) error {
+		list, err := svc.List(ctx, page.Request{Limit: *limit})
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "USERNAME\tROLE\tSTATE\tEMAIL\tDISPLAY NAME\tID")
+		for _, u := range list.Data {
+			state, email := "enabled", "-"
+			if u.Disabled {
+				state = "disabled"
+			}
+			if u.Email != nil {
+				email = *u.Email
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", u.Username, u.Role, state, email, u.DisplayName, u.ID)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if list.HasMore {
+			fmt.Fprintln(stdout, "(more: raise --limit, or page GET /v1/users)")
+		}
+		return nil
+	})
+}
+
+// cmdUsersChange is disable NAME, enable NAME, role NAME ROLE and email
+// NAME ADDRESS|--clear.
+func cmdUsersChange(ctx context.Context, e env, verb string, args []string, stdout, stderr io.Writer) error {
+	var (
+		p      accounts.Patch
+		want   = 1
+		usage  = "users " + verb + " NAME"
+		detail = map[string]string{
+			"disable": "Disable a user: their tokens and sessions stop working at once, and their\n" +
+				"decisions on open approval requests stop counting.",
+			"enable": "Enable a disabled user. Decisions voided when they were disabled stay void.",
+			"role": "Change a user's role. A role that does not decide approvals (clerk) voids\n" +
+				"their decisions on open approval requests.",
+			"email": "Set a user's email address (unique, ignoring case), or --clear it.",
+		}[verb]
+	)
+	switch verb {
+	case "role":
+		want, usage = 2, "users role NAME clerk|approver|admin"
+	case "email":
+		want, usage = 2, "users email NAME ADDRESS|--clear"
+	}
+	fs := flagSet(usage, detail, stderr)
+	clearEmail := false
+	if verb == "email" {
+		fs.BoolVar(&clearEmail, "clear", false, "remove the address")
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	// Flags may follow the name too (users email bob --clear).
+	if len(rest) > 0 {
+		if err := parse(fs, rest[1:]); err != nil {
+			return err
+		}
+		rest = append([]string{rest[0]}, fs.Args()...)
+	}
+	if clearEmail {
+		want = 1
+	}
+	if len(rest) != want {
+		fs.Usage()
+		return errUsage
+	}
+	switch verb {
+	case "disable", "enable":
+		d := verb == "disable"
+		p.Disabled = &d
+	case "role":
+		r, err := identity.ParseRole(rest[1])
+		if err != nil {
+			return err
+		}
+		p.Role = &r
+	case "email":
+		p.SetEmail = true
+		if !clearEmail {
+			p.Email = &rest[1]
+		}
+	}
+	return withAccounts(ctx, e, func(svc *accounts.Service) error {
+		u, err := svc.GetByUsername(ctx, rest[0])
+		if err != nil {
+			return err
+		}
+		up, err := svc.Update(ctx, opsActor(e), u.ID, 0, p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, describeChange(u, up))
+		return nil
+	})
+}
+
+// describeChange says what Update did to before, in a line.
+func describeChange(before *identity.User, up *accounts.Updated) string {
+	after := up.User
+	var what []string
+	if before.Disabled != after.Disabled {
+		what = append(what, map[bool]string{true: "disabled", false: "enabled"}[after.Disabled])
+	}
+	if before.Role != after.Role {
+		what = append(what, fmt.Sprintf("role %s → %s", before.Role, after.Role))
+	}
+	if emailOf(before) != emailOf(after) {
+		if after.Email == nil {
+			what = append(what, "email cleared")
+		} else {
+			what = append(what, "email "+*after.Email)
+		}
+	}
+	if len(what) == 0 {
+		return fmt.Sprintf("user %s: nothing to change", after.Username)
+	}
+	line := fmt.Sprintf("user %s: %s", after.Username, strings.Join(what, ", "))
+	if n := len(up.Voided); n > 0 {
+		line += fmt.Sprintf("; their approval no longer counts on %d open request(s), now waiting for other approvers", n)
+	}
+	return line
+}
+
+func emailOf(u *identity.User) string {
+	if u.Email == nil {
+		return ""
+	}
+	return *u.Email
 }
 
 func cmdTokens(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
-		fmt.Fprintln(stderr, "Usage: invoiced tokens create --username NAME [--name LABEL]")
-		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
-			return nil
-		}
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, tokensUsage)
 		return errUsage
 	}
+	switch args[0] {
+	case "create":
+		return cmdTokensCreate(ctx, e, args[1:], stdout, stderr)
+	case "list":
+		return cmdTokensList(ctx, e, args[1:], stdout, stderr)
+	case "revoke":
+		return cmdTokensRevoke(ctx, e, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprintln(stdout, tokensUsage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "invoiced tokens: unknown subcommand %q\n%s\n", args[0], tokensUsage)
+	return errUsage
+}
+
+func cmdTokensCreate(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
 	fs := flagSet("tokens create --username NAME",
 		"Print a new API token for an existing user, alone on the last line.\n"+
 			"The token is shown once: only its SHA-256 is stored.", stderr)
 	username := fs.String("username", "", "the user the token acts for (required)")
 	name := fs.String("name", "", "a label to tell tokens apart")
-	if err := parse(fs, args[1:]); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *username == "" {
 		fs.Usage()
 		return errUsage
 	}
-	pool, err := store.Open(ctx, store.PoolConfig{URL: e.get("DATABASE_URL", ""), MaxConns: 2})
-	if err != nil {
+	return withAccounts(ctx, e, func(svc *accounts.Service) error {
+		u, err := svc.GetByUsername(ctx, *username)
+		if err != nil {
+			return err
+		}
+		token, err := svc.TokenCreate(ctx, opsActor(e), u.ID, *name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "new API token for %s (shown once):\n%s\n", u.Username, token)
+		return nil
+	})
+}
+
+func cmdTokensList(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
+	fs := flagSet("tokens list NAME", "List a user's API tokens, newest first, revoked ones too (never the token itself).", stderr)
+	if err := parse(fs, args); err != nil {
 		return err
 	}
-	defer pool.Close()
-	u, err := identity.UserGetByUsername(ctx, pool, *username)
-	if err != nil {
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errUsage
+	}
+	return withAccounts(ctx, e, func(svc *accounts.Service) error {
+		u, err := svc.GetByUsername(ctx, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		list, err := svc.Tokens(ctx, u.ID, page.Request{Limit: page.MaxLimit})
+		if err != nil {
+			return err
+		}
+		stamp := func(t *time.Time) string {
+			if t == nil {
+				return "-"
+			}
+			return t.Format(time.RFC3339)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tCREATED\tLAST USED\tREVOKED")
+		for _, t := range list.Data {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.CreatedAt.Format(time.RFC3339), stamp(t.LastUsedAt), stamp(t.RevokedAt))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if list.HasMore {
+			fmt.Fprintln(stdout, "(more: page GET /v1/users/"+u.ID.String()+"/tokens)")
+		}
+		return nil
+	})
+}
+
+func cmdTokensRevoke(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
+	fs := flagSet("tokens revoke ID", "Revoke an API token (its ID from tokens list): its next request is refused.", stderr)
+	if err := parse(fs, args); err != nil {
 		return err
 	}
-	token, err := identity.TokenCreate(ctx, pool, u.ID, *name)
-	if err != nil {
-		return err
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errUsage
 	}
-	fmt.Fprintf(stdout, "new API token for %s (shown once):\n%s\n", u.Username, token)
-	return nil
+	id, err := uuid.Parse(fs.Arg(0))
+	if err != nil {
+		return problem.NotFound("token " + fs.Arg(0))
+	}
+	return withAccounts(ctx, e, func(svc *accounts.Service) error {
+		t, err := svc.TokenRevoke(ctx, opsActor(e), id)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "token %s (%q) revoked at %s\n", t.ID, t.Name, t.RevokedAt.Format(time.RFC3339))
+		return nil
+	})
 }

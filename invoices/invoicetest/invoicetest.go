@@ -76,9 +76,14 @@ func Draft(ctx context.Context, t testing.TB, db store.Executor, opts DraftOpts)
 // gate: for tests about what follows issue, not about approvals.
 func Issued(ctx context.Context, t testing.TB, db store.Executor, opts DraftOpts) *invoices.Invoice {
 	t.Helper()
-	d := Draft(ctx, t, db, opts)
+	return Issue(ctx, t, db, Draft(ctx, t, db, opts).ID)
+}
+
+// Issue issues the draft id directly in the store, past the gate.
+func Issue(ctx context.Context, t testing.TB, db store.Executor, id uuid.UUID) *invoices.Invoice {
+	t.Helper()
 	out, err := store.WithTxResult(ctx, db, func(ctx context.Context, tx pgx.Tx) (*invoices.Invoice, error) {
-		inv, err := invoices.InvoiceLockTx(ctx, tx, d.ID)
+		inv, err := invoices.InvoiceLockTx(ctx, tx, id)
 		if err != nil {
 			return nil, err
 		}

@@ -86,6 +86,12 @@ try {
   assert.equal((await page.locator("#total").innerText()).trim(), want.total);
   assert.ok(await page.getByText(want.customer).first().isVisible());
   assert.ok(await page.getByText(`next in series ${want.series}`).isVisible());
+  // The draft's PDF as it will be issued, fetched with the session's cookie.
+  const pdfLink = page.getByRole("link", { name: "PDF as it will be issued" });
+  const pdf = await page.request.get(new URL(await pdfLink.getAttribute("href"), BASE).href);
+  assert.equal(pdf.status(), 200);
+  assert.equal(pdf.headers()["content-type"], "application/pdf");
+  assert.equal((await pdf.body()).subarray(0, 5).toString("latin1"), "%PDF-");
   await shot(page, "request.png");
 
   // The same page at 360 px: nothing scrolls sideways.

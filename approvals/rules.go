@@ -1,0 +1,435 @@
+package approvals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/audit"
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/money"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// ---- the policy's rules (migration 00012) ----
+
+const ruleColumns = `r.id, r.capability, coalesce(r.currency, '*'), r.min_amount, r.min_amount_major, r.approvers, r.from_version, r.to_version`
+
+// ruleOrder lists a capability's any-currency tiers first, then each
+// currency's, lowest threshold first.
+const ruleOrder = ` ORDER BY r.capability, r.currency IS NOT NULL, r.currency, coalesce(r.min_amount, r.min_amount_major)`
+
+func scanRule(row pgx.Row) (Rule, error) {
+	var r Rule
+	err := row.Scan(&r.ID, &r.Capability, &r.Currency, &r.MinAmount, &r.MinAmountMajor, &r.Approvers, &r.FromVersion, &r.ToVersion)
+	return r, err
+}
+
+func collectRules(rows pgx.Rows) ([]Rule, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Rule, error) { return scanRule(r) })
+}
+
+// requirementGet returns what a call of capability on amount (minor
+// units of currency) needs under the policy in force. One statement reads
+// the version and the capability's tiers for currency and for any
+// currency, so both come from one snapshot.
+func requirementGet(ctx context.Context, db store.Executor, capName string, amount int64, currency string) (Requirement, error) {
+	rows, err := db.Query(ctx, `
+		SELECT v.version, `+ruleColumns+`
+		FROM (SELECT max(version) AS version FROM approval_policy_versions) v
+		LEFT JOIN approval_policy_rules r ON r.to_version IS NULL AND r.capability = $1 AND (r.currency = $2 OR r.currency IS NULL)`,
+		capName, currency)
+	if err != nil {
+		return Requirement{}, store.MapError(err, "approval policy")
+	}
+	defer rows.Close()
+	var set RuleSet
+	for rows.Next() {
+		// The columns of the rule are NULL when the capability has none.
+		var (
+			id               *uuid.UUID
+			capN, cur        *string
+			minA, minM, from *int64
+			approvers        *int
+			to               *int64
+		)
+		if err := rows.Scan(&set.Version, &id, &capN, &cur, &minA, &minM, &approvers, &from, &to); err != nil {
+			return Requirement{}, store.MapError(err, "approval policy")
+		}
+		if id != nil {
+			set.Rules = append(set.Rules, Rule{ID: *id, Capability: *capN, Currency: *cur, MinAmount: minA, MinAmountMajor: minM,
+				Approvers: *approvers, FromVersion: *from, ToVersion: to})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return Requirement{}, store.MapError(err, "approval policy")
+	}
+	return set.Required(capName, amount, currency), nil
+}
+
+// ruleSetGet returns the policy at version (0: the one in force), 404
+// for a version that never was.
+func ruleSetGet(ctx context.Context, db store.Executor, version int64) (*RuleSet, error) {
+	set := &RuleSet{}
+	err := store.ReadSnapshot(ctx, db, func(db store.Executor) error {
+		var (
+			by   *uuid.UUID
+			name *string
+		)
+		err := db.QueryRow(ctx, `
+			SELECT v.version, v.changed_at, v.changed_by, u.username
+			FROM approval_policy_versions v LEFT JOIN users u ON u.id = v.changed_by
+			WHERE v.version = coalesce(nullif($1, 0), (SELECT max(version) FROM approval_policy_versions))`, version).
+			Scan(&set.Version, &set.ChangedAt, &by, &name)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return problem.NotFound(fmt.Sprintf("approval policy version %d", version))
+		}
+		if err != nil {
+			return store.MapError(err, "approval policy")
+		}
+		set.ChangedAt = set.ChangedAt.UTC()
+		if by != nil {
+			set.ChangedBy = &UserRef{ID: *by, Username: *name}
+		}
+		rows, err := db.Query(ctx, `SELECT `+ruleColumns+` FROM approval_policy_rules r
+			WHERE r.from_version <= $1 AND (r.to_version IS NULL OR r.to_version > $1)`+ruleOrder, set.Version)
+		if err != nil {
+			return store.MapError(err, "approval policy")
+		}
+		if set.Rules, err = collectRules(rows); err != nil {
+			return store.MapError(err, "approval policy")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// policyLockKey serialises policy changes (pg_advisory_xact_lock), so two
+// admins never make the same version. Readers and the gate never take it.
+const policyLockKey int64 = 0x706f6c6963790000 // "policy\0\0"
+
+// policyLockTx takes the policy lock and returns the version in force,
+// read after the lock is held.
+func policyLockTx(ctx context.Context, tx pgx.Tx) (int64, error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, policyLockKey); err != nil {
+		return 0, store.MapError(err, "approval policy")
+	}
+	var v int64
+	err := tx.QueryRow(ctx, `SELECT max(version) FROM approval_policy_versions`).Scan(&v)
+	return v, store.MapError(err, "approval policy")
+}
+
+// policyVersionInsertTx records version as made by by at now.
+func policyVersionInsertTx(ctx context.Context, tx pgx.Tx, version int64, by uuid.UUID, now time.Time) error {
+	_, err := tx.Exec(ctx, `INSERT INTO approval_policy_versions (version, changed_at, changed_by) VALUES ($1, $2, $3)`, version, now, by)
+	return store.MapError(err, "approval policy")
+}
+
+// ruleInForceGet returns the rule in force with id, or false.
+func ruleInForceGet(ctx context.Context, tx pgx.Tx, id uuid.UUID) (Rule, bool, error) {
+	r, err := scanRule(tx.QueryRow(ctx, `SELECT `+ruleColumns+` FROM approval_policy_rules r WHERE r.id = $1 AND r.to_version IS NULL`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Rule{}, false, nil
+	}
+	return r, err == nil, store.MapError(err, "approval rule")
+}
+
+// ruleAtGet returns the rule in force for r's capability, currency and
+// threshold, or false.
+func ruleAtGet(ctx context.Context, tx pgx.Tx, r Rule) (Rule, bool, error) {
+	old, err := scanRule(tx.QueryRow(ctx, `SELECT `+ruleColumns+` FROM approval_policy_rules r
+		WHERE r.to_version IS NULL AND r.capability = $1 AND coalesce(r.currency, '*') = $2
+		  AND coalesce(r.min_amount, r.min_amount_major) = $3`, r.Capability, r.Currency, r.key()))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Rule{}, false, nil
+	}
+	return old, err == nil, store.MapError(err, "approval rule")
+}
+
+// ruleRetireTx takes rule id out of force as of version.
+func ruleRetireTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, version int64) error {
+	_, err := tx.Exec(ctx, `UPDATE approval_policy_rules SET to_version = $2 WHERE id = $1`, id, version)
+	return store.MapError(err, "approval rule")
+}
+
+// ruleInsertTx puts r in force from r.FromVersion.
+func ruleInsertTx(ctx context.Context, tx pgx.Tx, r Rule) error {
+	var currency *string
+	if r.Currency != AnyCurrency {
+		currency = &r.Currency
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO approval_policy_rules (id, capability, currency, min_amount, min_amount_major, approvers, from_version)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, r.ID, r.Capability, currency, r.MinAmount, r.MinAmountMajor, r.Approvers, r.FromVersion)
+	return store.MapError(err, "approval rule")
+}
+
+// key is the rule's threshold as its unit states it, which with the
+// capability and currency names its tier.
+func (r Rule) key() int64 {
+	if r.MinAmount != nil {
+		return *r.MinAmount
+	}
+	return *r.MinAmountMajor
+}
+
+// ---- changing the policy ----
+
+// RuleInput is a tier to set: calls of Capability in Currency (or
+// AnyCurrency) at or above the threshold need Approvers approvers. A rule
+// for one currency states its threshold in minor units (MinAmount), a rule
+// for any currency in major units (MinAmountMajor).
+type RuleInput struct {
+	Capability     string `json:"capability"`
+	Currency       string `json:"currency"`
+	MinAmount      *int64 `json:"min_amount"`
+	MinAmountMajor *int64 `json:"min_amount_major"`
+	Approvers      int    `json:"approvers"`
+}
+
+// checkRule validates in, naming every field that is wrong.
+func (s *Service) checkRule(in RuleInput) (Rule, error) {
+	var bad []problem.FieldError
+	fail := func(field, format string, args ...any) {
+		bad = append(bad, problem.FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+	caps := slices.Sorted(slices.Values(s.policy.Capabilities))
+	switch {
+	case in.Capability == "":
+		fail("capability", "is required: one of %s", strings.Join(caps, ", "))
+	case !slices.Contains(caps, in.Capability):
+		fail("capability", "must be a capability that needs an approval: one of %s", strings.Join(caps, ", "))
+	}
+	anyCurrency, known := in.Currency == AnyCurrency, money.Valid(in.Currency)
+	if !anyCurrency && !known {
+		fail("currency", "must be an ISO 4217 code such as EUR, or %s for every currency without rules of its own", AnyCurrency)
+	}
+	threshold := func(field string, v *int64, unit string) {
+		switch {
+		case v == nil:
+			fail(field, "is required: the amount, in %s, at or above which the rule applies", unit)
+		case *v < 0 || *v > MaxThreshold:
+			fail(field, "must be from 0 to %d", MaxThreshold)
+		}
+	}
+	switch {
+	case anyCurrency:
+		threshold("min_amount_major", in.MinAmountMajor, "major units of the invoice's currency")
+		if in.MinAmount != nil {
+			fail("min_amount", "is for a rule of one currency; a rule for any currency states its threshold in major units (min_amount_major), since currencies differ in minor units")
+		}
+	case known:
+		threshold("min_amount", in.MinAmount, "minor units of "+in.Currency)
+		if in.MinAmountMajor != nil {
+			fail("min_amount_major", "is for a rule of any currency (%s); a rule for %s states its threshold in its minor units (min_amount)", AnyCurrency, in.Currency)
+		}
+	}
+	if in.Approvers < 1 || in.Approvers > 10 {
+		fail("approvers", "must be from 1 to 10")
+	}
+	if len(bad) > 0 {
+		return Rule{}, problem.Validation(bad...)
+	}
+	return Rule{ID: uuid.Must(uuid.NewV7()), Capability: in.Capability, Currency: in.Currency,
+		MinAmount: in.MinAmount, MinAmountMajor: in.MinAmountMajor, Approvers: in.Approvers}, nil
+}
+
+// PolicyGet returns the policy at version (0: the one in force).
+func (s *Service) PolicyGet(ctx context.Context, version int64) (*RuleSet, error) {
+	if version < 0 {
+		return nil, problem.Invalid("version", "must be a positive policy version")
+	}
+	return ruleSetGet(ctx, s.db, version)
+}
+
+// PolicySet puts in in force as admin p, arriving by via: it replaces the
+// tier of the same capability, currency and threshold, if there is one,
+// else adds a tier. Setting what is in force already changes nothing.
+// Unless ifMatch is 0, the policy must be at that version (412
+// VERSION_MISMATCH otherwise).
+func (s *Service) PolicySet(ctx context.Context, p identity.Principal, via capability.Path, in RuleInput, ifMatch int64) (*RuleSet, error) {
+	r, err := s.checkRule(in)
+	if err != nil {
+		return nil, err
+	}
+	return s.policyChange(ctx, p, via, ifMatch, func(ctx context.Context, tx pgx.Tx) (*Rule, *Rule, error) {
+		old, found, err := ruleAtGet(ctx, tx, r)
+		if err != nil || (found && old.Approvers == r.Approvers) {
+			return nil, nil, err
+		}
+		if found {
+			return &old, &r, nil
+		}
+		return nil, &r, nil
+	})
+}
+
+// PolicyDelete takes rule id out of force as admin p (404 unless it is in
+// force); ifMatch is as for PolicySet.
+func (s *Service) PolicyDelete(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch int64) (*RuleSet, error) {
+	return s.policyChange(ctx, p, via, ifMatch, func(ctx context.Context, tx pgx.Tx) (*Rule, *Rule, error) {
+		old, found, err := ruleInForceGet(ctx, tx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !found {
+			return nil, nil, problem.NotFound("approval rule " + id.String() + " in force")
+		}
+		return &old, nil, nil
+	})
+}
+
+// policyChange runs one change of the policy as admin p: under the policy
+// lock, at the If-Match version, change says which rule goes (before) and
+// which comes (after); neither is no change. A change makes the next
+// version, audits it (who, before → after) and raises the open requests
+// of the capability that the new version asks more of (the stricter rule
+// applies). It returns the policy in force afterwards.
+func (s *Service) policyChange(ctx context.Context, p identity.Principal, via capability.Path, ifMatch int64,
+	change func(ctx context.Context, tx pgx.Tx) (before, after *Rule, err error),
+) (*RuleSet, error) {
+	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*RuleSet, error) {
+		u, err := identity.UserGetByID(ctx, tx, p.UserID)
+		if err != nil {
+			return nil, err
+		}
+		if u.Disabled || u.Role != identity.RoleAdmin {
+			return nil, problem.Forbidden("only an enabled admin changes the approval policy")
+		}
+		current, err := policyLockTx(ctx, tx)
+		if err != nil {
+			return nil, err
+		}
+		if err := capability.CheckIfMatch(ifMatch, current); err != nil {
+			return nil, err
+		}
+		before, after, err := change(ctx, tx)
+		if err != nil {
+			return nil, err
+		}
+		if before == nil && after == nil {
+			return ruleSetGet(ctx, tx, current)
+		}
+		now, version := s.policy.now(), current+1
+		if err := policyVersionInsertTx(ctx, tx, version, u.ID, now); err != nil {
+			return nil, err
+		}
+		capName := ""
+		if before != nil {
+			capName = before.Capability
+			if err := ruleRetireTx(ctx, tx, before.ID, version); err != nil {
+				return nil, err
+			}
+			before.ToVersion = &version
+		}
+		if after != nil {
+			capName, after.FromVersion = after.Capability, version
+			if err := ruleInsertTx(ctx, tx, *after); err != nil {
+				return nil, err
+			}
+		}
+		set, err := ruleSetGet(ctx, tx, version)
+		if err != nil {
+			return nil, err
+		}
+		by := eventActor{id: u.ID.String(), name: u.Username, via: via}
+		raised, err := s.raiseOpenTx(ctx, tx, set, capName, now, by)
+		if err != nil {
+			return nil, err
+		}
+		action := "set"
+		if after == nil {
+			action = "delete"
+		}
+		events := append([]audit.Event{{Type: "approval_policy.changed", ActorID: by.id, Actor: by.name, Via: string(via),
+			SubjectType: "approval_policy", SubjectID: fmt.Sprint(version),
+			Data: map[string]any{"version": version, "action": action, "before": before, "after": after}}}, raised...)
+		for _, ev := range events {
+			if _, err := audit.AppendTx(ctx, tx, ev); err != nil {
+				return nil, err
+			}
+		}
+		return set, nil
+	})
+}
+
+// raiseOpenTx applies set to the open, unexpired requests of capName:
+// each that set asks more approvers of is raised (raiseTx). Every change
+// runs it, a deletion too: without a currency's own tiers the stricter
+// any-currency ones may apply. Requests are locked in id order, as every
+// transaction that locks several does. It returns the audit events to
+// append.
+func (s *Service) raiseOpenTx(ctx context.Context, tx pgx.Tx, set *RuleSet, capName string, now time.Time, by eventActor) ([]audit.Event, error) {
+	rows, err := tx.Query(ctx, `SELECT `+approvalColumns+approvalFrom+`
+		WHERE r.capability = $1 AND r.status IN ('pending', 'approved') AND r.expires_at > $2
+		ORDER BY r.id FOR UPDATE OF r`, capName, now)
+	if err != nil {
+		return nil, store.MapError(err, "approvals")
+	}
+	open, err := collectApprovals(rows)
+	if err != nil {
+		return nil, store.MapError(err, "approvals")
+	}
+	if err := decisionsLoad(ctx, tx, open); err != nil {
+		return nil, err
+	}
+	var events []audit.Event
+	for _, a := range open {
+		ev, err := raiseTx(ctx, tx, a, set.Required(a.Capability, a.Amount, a.Currency), s.policy.PendingTTL, now, by)
+		if err != nil {
+			return nil, err
+		}
+		if ev != nil {
+			events = append(events, *ev)
+		}
+	}
+	return events, nil
+}
+
+// raiseTx applies the stricter of the locked open request a's requirement
+// and req: if req asks more, a records it, and an approved request short
+// of it returns to pending, for PendingTTL from now, so that the remaining
+// approvers can decide. A looser req changes nothing: a request never
+// needs fewer approvers than the rule it was raised under. a's decisions
+// must be loaded. It announces a change and returns its audit event (nil:
+// no change), for the caller to append last, as audit appends go (they
+// hold the chain's lock until COMMIT).
+func raiseTx(ctx context.Context, tx pgx.Tx, a *Approval, req Requirement, pendingTTL time.Duration, now time.Time, by eventActor) (*audit.Event, error) {
+	if req.Approvers <= a.RequiredApprovals {
+		return nil, nil
+	}
+	from, prev := a.RequiredApprovals, a.Status
+	reopen := a.Status == StatusApproved && a.Approvals < req.Approvers
+	expiresAt := a.ExpiresAt
+	if reopen {
+		expiresAt = now.Add(pendingTTL)
+	}
+	if err := approvalRaiseTx(ctx, tx, a, req, reopen, expiresAt, now); err != nil {
+		return nil, err
+	}
+	data := map[string]any{"from": string(prev), "required_from": from, "required_approvals": req.Approvers,
+		"approvals": a.Approvals, "policy_version": req.Version}
+	if req.Rule != nil {
+		data["rule_id"] = req.Rule.ID.String()
+	}
+	ev := by.event("approval.requirement_raised", a, data)
+	return &ev, approvalNotifyTx(ctx, tx, a)
+}
+
+// policyRaisedProblem is APPROVAL_REQUIRED for a request a stricter policy
+// returned to pending.
+func policyRaisedProblem(a *Approval) *problem.Error {
+	e := requiredProblem(a)
+	e.Detail = fmt.Sprintf("%s needs more approvals: policy version %d asks %d approvers and request %s has %d, so it is pending again; call again once it is approved",
+		a.Capability, *a.RequiredRaisedBy, a.RequiredApprovals, a.ID, a.Approvals)
+	return e
+}

@@ -1,0 +1,139 @@
+package invoices_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/invoiced/invoiced/app"
+	"github.com/invoiced/invoiced/app/apptest"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/document/documenttest"
+	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/stretchr/testify/require"
+)
+
+var seller = document.Party{Name: "Nordlicht Consulting GmbH", Address: "Hauptstraße 5\n10115 Berlin", TaxID: "DE123456789"}
+
+type pdfBundle struct {
+	ctx      context.Context
+	h        *apptest.Harness
+	clerk    string
+	approver string
+}
+
+func setupPDF(t *testing.T, seller document.Party) pdfBundle {
+	t.Helper()
+	h := apptest.New(t, apptest.Options{Config: app.Config{Seller: seller}})
+	_, clerk := h.User(t, "clerk1", identity.RoleClerk)
+	_, approver := h.User(t, "approver1", identity.RoleApprover)
+	return pdfBundle{ctx: context.Background(), h: h, clerk: clerk, approver: approver}
+}
+
+// pdf gets an invoice's PDF as token and reads it back as text.
+func (b pdfBundle) pdf(t *testing.T, id, token string) (*apptest.Response, string) {
+	t.Helper()
+	r := b.h.Do(t, http.MethodGet, "/v1/invoices/"+id+"/pdf", token, nil)
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	require.Equal(t, "application/pdf", r.Header.Get("Content-Type"))
+	return r, documenttest.Text(t, r.Body)
+}
+
+// An issued invoice's PDF, through the API, for each of the names the
+// embedded font must draw: the number, whom it bills, each line and the
+// totals read back, and the same bytes every time.
+func TestInvoicePDFForUnicodeNames(t *testing.T) {
+	t.Parallel()
+	b := setupPDF(t, seller)
+	lines := []invoices.LineInput{
+		{Description: "Beratung für Müller & Søn", Quantity: 80, UnitAmount: 15000, TaxRateBPS: 1900},
+		{Description: "Warsztat w Łodzi (Łódź)", Quantity: 1, UnitAmount: 150000, TaxRateBPS: 1900},
+		{Description: "Ταξίδι στην Αθήνα", Quantity: 2, UnitAmount: 45000, TaxRateBPS: 700},
+		{Description: "Лицензия, Москва", Quantity: 1, UnitAmount: 25950},
+	}
+	for _, name := range []string{"Müller & Søn", "Łódź", "Αθήνα", "Москва"} {
+		t.Run(name, func(t *testing.T) {
+			cu := invoicetest.Customer(b.ctx, t, b.h.Pool, invoicetest.CustomerOpts{Name: name, Currency: "EUR"})
+			inv := invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &cu.ID, Lines: lines})
+			r, text := b.pdf(t, inv.ID.String(), b.approver)
+			require.Contains(t, text, "\nBill to\n"+name+"\nbilling@example.com\n")
+			documenttest.RequireLines(t, text, "Invoice", "Number "+*inv.Number, "Issue date "+inv.IssuedAt.UTC().Format("2006-01-02"),
+				"Beratung für Müller & Søn 80 150.00 19 % 12,000.00",
+				"Warsztat w Łodzi (Łódź) 1 1,500.00 19 % 1,500.00",
+				"Ταξίδι στην Αθήνα 2 450.00 7 % 900.00",
+				"Лицензия, Москва 1 259.50 0 % 259.50",
+				"Subtotal 14,659.50 EUR", "Tax 2,628.00 EUR", "Total 17,287.50 EUR", "Balance due 17,287.50 EUR")
+			require.Contains(t, text, "Nordlicht Consulting GmbH\nHauptstraße 5\n10115 Berlin\nTax ID: DE123456789\n")
+			require.NotContains(t, text, "DRAFT")
+			require.Equal(t, `inline; filename=`+*inv.Number+`.pdf`, r.Header.Get("Content-Disposition"))
+
+			again := b.h.Do(t, http.MethodGet, "/v1/invoices/"+inv.ID.String()+"/pdf", b.clerk, nil)
+			require.True(t, bytes.Equal(r.Body, again.Body), "the same invoice renders to the same bytes")
+			require.Equal(t, r.Header.Get("ETag"), again.Header.Get("ETag"))
+		})
+	}
+}
+
+// A draft renders marked DRAFT, billing its customer as they are now; once
+// issued it bills whom it billed then, whatever the customer becomes. A
+// client holding the current bytes gets a 304.
+func TestInvoicePDFFromDraftToPaid(t *testing.T) {
+	t.Parallel()
+	b := setupPDF(t, seller)
+	cu := invoicetest.Customer(b.ctx, t, b.h.Pool, invoicetest.CustomerOpts{Name: "Αθήνα Α.Ε.", Currency: "JPY"})
+	draft := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &cu.ID, Currency: "JPY",
+		Lines: []invoices.LineInput{{Description: "Tea", Quantity: 4, UnitAmount: 1018, TaxRateBPS: 0}}})
+	id := draft.ID.String()
+
+	r, text := b.pdf(t, id, b.clerk)
+	require.Equal(t, `inline; filename=draft-`+id+`.pdf`, r.Header.Get("Content-Disposition"))
+	documenttest.RequireLines(t, text, "DRAFT — a preview as it will be issued; the number and issue date are assigned on issue.",
+		"Number assigned on issue", "Tea 4 1,018 0 % 4,072", "Total 4,072 JPY", "Invoice (draft) · page 1/1")
+	require.Contains(t, text, "\nBill to\nΑθήνα Α.Ε.\n")
+	etag := r.Header.Get("ETag")
+	require.Regexp(t, `^"[0-9a-f]{32}"$`, etag)
+	for _, inm := range []string{etag, "W/" + etag, `"other", ` + etag, "*"} {
+		nm := b.h.Do(t, http.MethodGet, "/v1/invoices/"+id+"/pdf", b.clerk, nil, "If-None-Match", inm)
+		require.Equal(t, http.StatusNotModified, nm.StatusCode, inm)
+		require.Empty(t, nm.Body)
+	}
+
+	// Issued: a number, no mark; renaming the customer leaves it billing
+	// whom it billed.
+	invoicetest.Issue(b.ctx, t, b.h.Pool, draft.ID)
+	upd := b.h.Do(t, http.MethodPatch, "/v1/customers/"+cu.ID.String(), b.clerk, map[string]any{"name": "Renamed KK"})
+	require.Equal(t, http.StatusOK, upd.StatusCode, "%s", upd.Body)
+	r, text = b.pdf(t, id, b.clerk)
+	require.NotEqual(t, etag, r.Header.Get("ETag"))
+	require.NotContains(t, text, "DRAFT")
+	require.NotContains(t, text, "Renamed KK")
+	require.Contains(t, text, "\nBill to\nΑθήνα Α.Ε.\n")
+	documenttest.RequireLines(t, text, "Balance due 4,072 JPY")
+	require.Equal(t, http.StatusOK, b.h.Do(t, http.MethodGet, "/v1/invoices/"+id+"/pdf", b.clerk, nil, "If-None-Match", etag).StatusCode)
+
+	mp := b.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/mark-paid", b.clerk, nil)
+	require.Equal(t, http.StatusOK, mp.StatusCode, "%s", mp.Body)
+	var paid invoices.Invoice
+	mp.JSON(t, &paid)
+	_, text = b.pdf(t, id, b.clerk)
+	documenttest.RequireLines(t, text, "Paid 4,072 JPY", "Balance due 0 JPY", paid.PaidAt.UTC().Format("2006-01-02")+" Paid in full 4,072 JPY")
+}
+
+func TestInvoicePDFRefusals(t *testing.T) {
+	t.Parallel()
+	b := setupPDF(t, seller)
+	inv := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{})
+	for _, path := range []string{"/v1/invoices/0193a4c2-0000-7000-8000-000000000001/pdf", "/v1/invoices/not-a-uuid/pdf"} {
+		requireProblem(t, b.h.Do(t, http.MethodGet, path, b.clerk, nil), http.StatusNotFound, "NOT_FOUND")
+	}
+	requireProblem(t, b.h.Do(t, http.MethodGet, "/v1/invoices/"+inv.ID.String()+"/pdf", "", nil), http.StatusUnauthorized, "UNAUTHENTICATED")
+
+	// Without the seller's name a document cannot say who issued it.
+	nb := setupPDF(t, document.Party{})
+	unsold := invoicetest.Draft(nb.ctx, t, nb.h.Pool, invoicetest.DraftOpts{})
+	p := requireProblem(t, nb.h.Do(t, http.MethodGet, "/v1/invoices/"+unsold.ID.String()+"/pdf", nb.clerk, nil), http.StatusServiceUnavailable, invoices.CodeSellerNotConfigured)
+	require.Contains(t, p["detail"], "INVOICED_SELLER_NAME")
+}

@@ -1,0 +1,104 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/problem"
+	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// result is the tool result of a capability's run: the output as
+// structuredContent with its JSON as text, or an error result.
+func (s *Service) result(call capability.Call, out any, err error) *gomcp.CallToolResult {
+	if err != nil {
+		return s.errorResult(err)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return s.errorResult(err)
+	}
+	return &gomcp.CallToolResult{
+		Content:           []gomcp.Content{&gomcp.TextContent{Text: string(b)}},
+		StructuredContent: json.RawMessage(b),
+	}
+}
+
+// errorBody is the text of an error result, {"error": {...}}, the shape
+// the step loop's model reads too. An error result carries no
+// structuredContent: clients validate it against the output schema, which
+// describes success.
+func errorBody(body map[string]any) *gomcp.CallToolResult {
+	b, err := json.Marshal(map[string]any{"error": body})
+	if err != nil {
+		b = []byte(`{"error":{"code":"INTERNAL","message":"The tool failed with an internal error; it has been logged."}}`)
+	}
+	return &gomcp.CallToolResult{IsError: true, Content: []gomcp.Content{&gomcp.TextContent{Text: string(b)}}}
+}
+
+// errorResult turns an error into a result the model can read: a typed
+// problem's code, detail, fields and extension members; anything
+// internal is logged and reads INTERNAL. Never a protocol error, which a
+// client would not show the model.
+func (s *Service) errorResult(err error) *gomcp.CallToolResult {
+	pe, ok := problem.As(err)
+	if !ok || pe.Status >= 500 {
+		if !errors.Is(err, context.Canceled) {
+			s.cfg.Log.Error("mcp: tool failed", "err", err)
+		}
+		return errorBody(map[string]any{"code": problem.CodeInternal, "message": "The tool failed with an internal error; it has been logged."})
+	}
+	if strings.HasPrefix(pe.Code, "APPROVAL_") {
+		return approvalResult(pe)
+	}
+	body := map[string]any{"code": pe.Code, "message": pe.Detail}
+	if len(pe.Errors) > 0 {
+		body["errors"] = pe.Errors
+	}
+	for k, v := range pe.Extra {
+		if _, taken := body[k]; !taken {
+			body[k] = v
+		}
+	}
+	return errorBody(body)
+}
+
+// approvalGuidance tells the model what to do with each approval answer;
+// over MCP the approval is also a resource the client can watch.
+var approvalGuidance = map[string]string{
+	"APPROVAL_REQUIRED": "This needs an approver's decision in the back office and was not done yet. Tell the user it is waiting for approval; subscribe to or read the resource to learn the decision, and once it is approved call the tool again with the same input.",
+	"APPROVAL_DENIED":   "An approver denied this, so it was not done. Tell the user; do not retry unless they ask for a changed request.",
+	"APPROVAL_EXPIRED":  "The approval expired before it was used, so nothing was done. Calling the tool again with the same input requests a new approval.",
+	"APPROVAL_STALE":    "The target changed after approval was requested, so nothing was done. Calling the tool again requests approval of the current version.",
+}
+
+// approvalResult answers a consequential call the gate refused: the
+// approval's id, status and resource, never an elicitation, since the
+// user of this client must not be the one who approves (ADR-0010).
+func approvalResult(pe *problem.Error) *gomcp.CallToolResult {
+	msg := approvalGuidance[pe.Code]
+	if msg == "" {
+		msg = pe.Detail
+	}
+	body := map[string]any{"code": pe.Code, "message": msg, "approval_id": pe.Extra["approval_id"], "status": pe.Extra["approval_status"]}
+	if id, ok := pe.Extra["approval_id"].(string); ok {
+		body["resource"] = approvalURI(id)
+	}
+	if t, ok := pe.Extra["target"]; ok {
+		body["target"] = t
+	}
+	return errorBody(body)
+}
+
+// typedResult is a confirm.TypedResult ({"error": {...}}) as an error
+// result.
+func typedResult(v any) *gomcp.CallToolResult {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return errorBody(map[string]any{"code": problem.CodeInternal, "message": "The tool failed with an internal error; it has been logged."})
+	}
+	return &gomcp.CallToolResult{IsError: true, Content: []gomcp.Content{&gomcp.TextContent{Text: string(b)}}}
+}

@@ -1,0 +1,89 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/invoiced/invoiced/app"
+	"github.com/invoiced/invoiced/app/apptest"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/document/documenttest"
+	"github.com/invoiced/invoiced/identity"
+	"github.com/stretchr/testify/require"
+)
+
+// seller is who issues the documents of the tests that render them.
+var seller = document.Party{Name: "Nordlicht GmbH", Address: "Hauptstraße 5\n10115 Berlin"}
+
+// setupSeller is setup with the seller configured.
+func setupSeller(t *testing.T) *bundle {
+	t.Helper()
+	return &bundle{h: apptest.New(t, apptest.Options{Config: app.Config{Seller: seller}})}
+}
+
+// The request page links to the draft's PDF as it will be issued, served
+// behind the session; once the draft changes, the link goes and the old
+// link is refused rather than showing another invoice than the one decided on.
+func TestApprovalPageLinksToTheDraftsPDF(t *testing.T) {
+	t.Parallel()
+	b := setupSeller(t)
+	b.user(t, "alice", identity.RoleApprover)
+	clerk := b.user(t, "carl", identity.RoleClerk)
+	ag := b.agent(clerk, "conv-pdf")
+	invoiceID, approvalID := ag.draftAndRequest(t, "Globex GmbH")
+	link := "/invoices/" + invoiceID + "/pdf?version=1"
+
+	br := b.browser(t)
+	p := br.do(http.MethodGet, link, nil)
+	require.Equal(t, http.StatusSeeOther, p.status, "no session: sign in first")
+	require.Equal(t, "/login?next="+url.QueryEscape(link), p.header.Get("Location"))
+
+	require.Equal(t, http.StatusSeeOther, br.signIn("alice", testPassword).status)
+	p = br.do(http.MethodGet, "/approvals/"+approvalID, nil)
+	require.Contains(t, p.body, `<a href="`+"/invoices/"+invoiceID+"/pdf?version=1"+`" id="pdf-preview">PDF as it will be issued</a>`)
+
+	p = br.do(http.MethodGet, link, nil)
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Equal(t, "application/pdf", p.header.Get("Content-Type"))
+	require.Equal(t, "inline; filename=draft-"+invoiceID+".pdf", p.header.Get("Content-Disposition"))
+	require.Empty(t, p.header.Get("Content-Security-Policy"), "the page CSP is for HTML")
+	require.Equal(t, "nosniff", p.header.Get("X-Content-Type-Options"))
+	require.Equal(t, "no-store", p.header.Get("Cache-Control"))
+	text := documenttest.Text(t, []byte(p.body))
+	require.Contains(t, text, "Nordlicht GmbH\nHauptstraße 5\n10115 Berlin\n")
+	require.Contains(t, text, "\nBill to\nGlobex GmbH\nap@globex.example\n")
+	documenttest.RequireLines(t, text, "DRAFT — a preview as it will be issued; the number and issue date are assigned on issue.",
+		"Consulting, November 3 120.00 19 % 360.00", "Reference books 1 25.50 7 % 25.50",
+		"Subtotal 385.50 EUR", "Tax 70.18 EUR", "Total 455.68 EUR")
+
+	_, err := ag.call(context.Background(), "update-draft-invoice", map[string]any{"invoice_id": invoiceID, "memo": "changed after the request"})
+	require.NoError(t, err)
+	p = br.do(http.MethodGet, "/approvals/"+approvalID, nil)
+	require.NotContains(t, p.body, "pdf-preview", "a stale request has no preview")
+	p = br.do(http.MethodGet, link, nil)
+	require.Equal(t, http.StatusConflict, p.status)
+	require.Contains(t, p.body, "the invoice has changed since this request was made (version 1 then, 2 now)")
+	require.NotEmpty(t, p.header.Get("Content-Security-Policy"), "an error page keeps the page headers")
+	require.Equal(t, http.StatusUnprocessableEntity, br.do(http.MethodGet, "/invoices/"+invoiceID+"/pdf?version=one", nil).status)
+
+	// The invoice page links to the current document.
+	p = br.do(http.MethodGet, "/invoices/"+invoiceID, nil)
+	require.Contains(t, p.body, `href="/invoices/`+invoiceID+`/pdf"`)
+	p = br.do(http.MethodGet, "/invoices/"+invoiceID+"/pdf", nil)
+	require.Equal(t, http.StatusOK, p.status)
+	documenttest.RequireLines(t, documenttest.Text(t, []byte(p.body)), "changed after the request")
+}
+
+func TestInvoicePDFPageWithoutSellerNamesTheSettings(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	clerk := b.user(t, "carl", identity.RoleClerk)
+	inv := b.drafts(t, clerk, "Acme KK", 1)[0]
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("carl", testPassword).status)
+	p := br.do(http.MethodGet, "/invoices/"+inv.ID.String()+"/pdf", nil)
+	require.Equal(t, http.StatusServiceUnavailable, p.status)
+	require.Contains(t, p.body, "INVOICED_SELLER_NAME")
+}
