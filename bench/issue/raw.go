@@ -44,17 +44,17 @@ SELECT pg_notify('invoiced_approvals', '{"id":"' || :appr::text || '","status":"
 SELECT pg_advisory_xact_lock(AUDITKEY);
 WITH ev AS (SELECT '{"actor":"bench-clerk","data":{"invocation_id":"' || gen_random_uuid() || '"},"occurred_at":"' || (to_json(now() AT TIME ZONE 'UTC') #>> '{}') || 'Z' || '","subject_id":"' || :appr::text || '","subject_type":"approval","type":"approval.consumed","via":"rest"}' AS t),
      head AS (SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1)
-INSERT INTO audit_events (seq, event, prev_hash, hash)
+INSERT INTO audit_events (seq, event, prev_hash, hash, hash_version, recorded_at)
 SELECT coalesce((SELECT seq FROM head), 0) + 1, ev.t::jsonb, coalesce((SELECT hash FROM head), decode(repeat('00', 32), 'hex')),
-       sha256(coalesce((SELECT hash FROM head), decode(repeat('00', 32), 'hex')) || convert_to(ev.t, 'UTF8')) FROM ev RETURNING seq;
+       sha256(coalesce((SELECT hash FROM head), decode(repeat('00', 32), 'hex')) || convert_to(ev.t, 'UTF8') || int8send((extract(epoch FROM now()) * 1000000)::bigint)), 2, now() FROM ev RETURNING seq;
 \endpipeline
 \startpipeline
 SELECT pg_advisory_xact_lock(AUDITKEY);
 WITH ev AS (SELECT '{"actor":"bench-clerk","data":{"approval_id":"' || :appr::text || '"},"occurred_at":"' || (to_json(now() AT TIME ZONE 'UTC') #>> '{}') || 'Z' || '","subject_id":"' || :inv::text || '","subject_type":"invoice","type":"invoice.issued","via":"rest"}' AS t),
      head AS (SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1)
-INSERT INTO audit_events (seq, event, prev_hash, hash)
+INSERT INTO audit_events (seq, event, prev_hash, hash, hash_version, recorded_at)
 SELECT coalesce((SELECT seq FROM head), 0) + 1, ev.t::jsonb, coalesce((SELECT hash FROM head), decode(repeat('00', 32), 'hex')),
-       sha256(coalesce((SELECT hash FROM head), decode(repeat('00', 32), 'hex')) || convert_to(ev.t, 'UTF8')) FROM ev RETURNING seq;
+       sha256(coalesce((SELECT hash FROM head), decode(repeat('00', 32), 'hex')) || convert_to(ev.t, 'UTF8') || int8send((extract(epoch FROM now()) * 1000000)::bigint)), 2, now() FROM ev RETURNING seq;
 \endpipeline
 WITH seq AS (INSERT INTO invoice_number_series AS s (prefix, year, last_seq) VALUES ('INV', extract(year FROM now())::int, 1) ON CONFLICT (prefix, year) DO UPDATE SET last_seq = s.last_seq + 1 RETURNING last_seq)
 UPDATE invoices SET status = 'issued', number = 'INV-' || extract(year FROM now())::int || '-' || lpad(seq.last_seq::text, greatest(6, length(seq.last_seq::text)), '0'), issued_at = now(), version = version + 1, updated_at = now() FROM seq WHERE id = :inv AND status = 'draft'
