@@ -16,6 +16,7 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/jsondoc"
+	"github.com/invoiced/invoiced/outbox/outboxtest"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
@@ -52,8 +53,8 @@ func setupPool(t *testing.T) *bundle {
 func setupOn(t *testing.T, db store.Executor) *bundle {
 	t.Helper()
 	b := &bundle{ctx: context.Background(), db: db}
-	b.appr = approvals.NewService(db, approvals.Policy{}, nil)
-	b.gate = approvals.NewGate(approvals.Policy{})
+	b.appr = approvals.NewService(db, approvals.Policy{}, nil, outboxtest.Emitter(t))
+	b.gate = approvals.NewGate(approvals.Policy{}, outboxtest.Emitter(t))
 	b.svc = accounts.NewService(db, b.appr)
 	b.admin = b.user(t, "ada", identity.RoleAdmin)
 	b.by = accounts.ActorOf(b.admin.Principal(), capability.PathREST)

@@ -7,7 +7,6 @@ package app
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/invoiced/invoiced/accounts"
@@ -15,13 +14,16 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
 	"github.com/invoiced/invoiced/document"
-	"github.com/invoiced/invoiced/idempotency"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/mcp"
+	"github.com/invoiced/invoiced/notify"
+	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/web"
+	"github.com/invoiced/invoiced/webhooks"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config is the service configuration that feature packages need beyond
@@ -52,6 +54,13 @@ type Config struct {
 	// keep-alive and re-checks its credential; 0 means
 	// approvals.DefaultHeartbeat (15 s). Tests shorten it.
 	EventsHeartbeat time.Duration
+	// Notify configures the notification mails (INVOICED_SMTP_URL,
+	// INVOICED_MAIL_FROM, INVOICED_PUBLIC_URL, INVOICED_APPROVAL_REMINDERS);
+	// a nil Sender sends none.
+	Notify notify.Config
+	// Webhooks configures webhook deliveries (INVOICED_WEBHOOK_RETRY_SCHEDULE,
+	// INVOICED_WEBHOOKS_ALLOW_PRIVATE).
+	Webhooks webhooks.Config
 	// MCP tunes the /mcp endpoint; a zero Heartbeat takes EventsHeartbeat.
 	MCP mcp.Options
 	// Chat bounds chat runs and conversations (INVOICED_CHAT_*); zero
@@ -71,8 +80,12 @@ type App struct {
 	approvalSvc  *approvals.Service
 	approvalHub  *approvals.Hub
 	accounts     *accounts.Service
-	stopSweeps   context.CancelFunc
-	sweeps       sync.WaitGroup
+
+	events     *outbox.Emitter
+	riverPool  *pgxpool.Pool
+	background *outbox.Runner
+	notify     *notify.Service
+	webhooks   *webhooks.Service
 
 	caps     *capability.Registry
 	invoices *invoices.Service
@@ -85,12 +98,16 @@ type App struct {
 func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
 	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat, seller: cfg.Seller}
 	cfg.Approvals.Capabilities = ConsequentialCapabilities()
+	var err error
+	if a.events, err = outbox.NewEmitter(log); err != nil {
+		return nil, err
+	}
 	if err := a.startApprovals(ctx, cfg.Approvals); err != nil {
 		return nil, err
 	}
 	// issue-invoice and delete-invoice take effect only by consuming a
 	// durable approval in their own transaction (ADR-0010).
-	a.invoices = invoices.NewService(pool, a.approvalGate, cfg.Invoices)
+	a.invoices = invoices.NewService(pool, a.approvalGate, a.events, cfg.Invoices)
 	a.caps = capability.NewRegistry()
 	for _, c := range invoices.Capabilities(a.invoices) {
 		if err := a.caps.Register(c); err != nil {
@@ -124,7 +141,10 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 		a.Close()
 		return nil, err
 	}
-	a.startSweeps(ctx, ctl, webCfg.SessionIdle)
+	if err := a.startBackground(ctx, cfg, ctl, webCfg.SessionIdle); err != nil {
+		a.Close()
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -164,22 +184,6 @@ func (a *App) startChat(ctx context.Context, m model.Provider, limits steploop.L
 	return ctl, a.chat.Start(ctx)
 }
 
-// Sweep intervals. Each sweep only deletes or expires what is already
-// dead, so the interval bounds how long such rows linger, not correctness:
-// reads and gates check expiry themselves.
-const (
-	// approvalSweepInterval bounds how late a waiting client learns that a
-	// request expired: 30 s.
-	approvalSweepInterval = 30 * time.Second
-	// chatRunSweepInterval bounds how long a finished chat run's log
-	// outlives its replay window, and how late a run whose replica died is
-	// stored when nobody asks for it: 30 s.
-	chatRunSweepInterval = 30 * time.Second
-	// housekeepingInterval is for rows nobody waits on (used
-	// confirmations, idempotency keys past 24 h, dead sessions): 5 min.
-	housekeepingInterval = 5 * time.Minute
-)
-
 // startApprovals builds the approval gate and service and starts the one
 // LISTEN connection of this process.
 func (a *App) startApprovals(ctx context.Context, policy approvals.Policy) error {
@@ -187,55 +191,12 @@ func (a *App) startApprovals(ctx context.Context, policy approvals.Policy) error
 	if err := a.approvalHub.Start(ctx); err != nil {
 		return err
 	}
-	a.approvalGate = approvals.NewGate(policy)
-	a.approvalSvc = approvals.NewService(a.pool, policy, a.approvalHub)
+	a.approvalGate = approvals.NewGate(policy, a.events)
+	a.approvalSvc = approvals.NewService(a.pool, policy, a.approvalHub, a.events)
 	// Taking a user's authority away voids their decisions on open
 	// requests, in the same transaction (ADR-0012).
 	a.accounts = accounts.NewService(a.pool, a.approvalSvc)
 	return nil
-}
-
-// startSweeps runs the periodic clean-ups until Close.
-func (a *App) startSweeps(ctx context.Context, ctl *confirm.Controller, sessionIdle time.Duration) {
-	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
-	a.stopSweeps = stop
-	a.every(bg, "approval expiry", approvalSweepInterval, func(ctx context.Context) error {
-		_, err := a.approvalSvc.ExpireDue(ctx)
-		return err
-	})
-	a.every(bg, "confirmations", housekeepingInterval, func(ctx context.Context) error {
-		_, err := ctl.Sweep(ctx)
-		return err
-	})
-	a.every(bg, "chat runs", chatRunSweepInterval, a.chat.SweepRuns)
-	a.every(bg, "idempotency keys", housekeepingInterval, func(ctx context.Context) error {
-		_, err := idempotency.KeySweep(ctx, a.pool)
-		return err
-	})
-	a.every(bg, "web sessions", housekeepingInterval, func(ctx context.Context) error {
-		_, err := web.SessionSweep(ctx, a.pool, sessionIdle)
-		return err
-	})
-}
-
-// every runs fn every interval until ctx ends, logging failures.
-func (a *App) every(ctx context.Context, name string, interval time.Duration, fn func(context.Context) error) {
-	a.sweeps.Add(1)
-	go func() {
-		defer a.sweeps.Done()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := fn(ctx); err != nil && ctx.Err() == nil {
-					a.log.Warn("sweep failed", "sweep", name, "err", err)
-				}
-			}
-		}
-	}()
 }
 
 // ApprovalGate is the transactional gate consequential capabilities run
@@ -251,12 +212,35 @@ func (a *App) Approvals() *approvals.Service { return a.approvalSvc }
 // Accounts administers users and tokens (the CLI and tests use it).
 func (a *App) Accounts() *accounts.Service { return a.accounts }
 
+// Collectors are the metrics of the app's own, for serve's registry.
+func (a *App) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{a.notify.Skipped()}
+}
+
+// NotifySkipped counts notification recipients skipped for want of an
+// email address.
+func (a *App) NotifySkipped() prometheus.Counter { return a.notify.Skipped() }
+
+// Events is the emitter every fact is recorded through.
+func (a *App) Events() *outbox.Emitter { return a.events }
+
+// stopWait bounds Close's wait for running jobs: River's soft stop (10 s)
+// plus time for the cancelled ones to be put back.
+const stopWait = 15 * time.Second
+
 // Close stops background work New started.
 func (a *App) Close() {
-	if a.stopSweeps != nil {
-		a.stopSweeps()
-		a.sweeps.Wait()
-		a.stopSweeps = nil
+	if a.background != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), stopWait)
+		if err := a.background.Stop(ctx); err != nil {
+			a.log.Warn("stopping background jobs", "err", err)
+		}
+		cancel()
+		a.background = nil
+	}
+	if a.riverPool != nil {
+		a.riverPool.Close()
+		a.riverPool = nil
 	}
 	if a.mcp != nil {
 		a.mcp.Close()

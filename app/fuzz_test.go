@@ -40,6 +40,10 @@ const (
 	idUser
 	idToken
 	idRule
+	idWebhookEndpoint
+	// idWebhookDelivery aims at a UUID that names no delivery (the setup
+	// makes none): its routes answer 404, or their refusals.
+	idWebhookDelivery
 )
 
 // fuzzRoute is one route of openapi/openapi.yaml; "{}" marks the path
@@ -107,6 +111,15 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/v1/chat/{}/stream", idConversation},
 	{"POST", "/v1/chat/{}/stop", idConversation},
 	{"GET", "/v1/conversations", idNone},
+	{"POST", "/v1/webhook-endpoints", idNone},
+	{"GET", "/v1/webhook-endpoints", idNone},
+	{"GET", "/v1/webhook-endpoints/{}", idWebhookEndpoint},
+	{"POST", "/v1/webhook-endpoints/{}/disable", idWebhookEndpoint},
+	{"POST", "/v1/webhook-endpoints/{}/enable", idWebhookEndpoint},
+	{"POST", "/v1/webhook-endpoints/{}/rotate-secret", idWebhookEndpoint},
+	{"GET", "/v1/webhook-endpoints/{}/deliveries", idWebhookEndpoint},
+	{"GET", "/v1/webhook-deliveries/{}", idWebhookDelivery},
+	{"POST", "/v1/webhook-deliveries/{}/redeliver", idWebhookDelivery},
 }
 
 // fuzzInput is one fuzzed request.
@@ -133,6 +146,7 @@ type fuzzEnv struct {
 	user      string
 	token     string
 	rule      string
+	endpoint  string
 	capNames  []string
 	client    *http.Client
 	stackLike *regexp.Regexp
@@ -198,6 +212,14 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 	require.Len(t, toks.Data, 1)
 	env.token = toks.Data[0].ID
 
+	// A public address (an IP literal, so no DNS): the service refuses
+	// private ones.
+	var ep struct{ ID string }
+	resp = h.Do(t, "POST", "/v1/webhook-endpoints", admin, map[string]any{"url": "https://1.1.1.1/hooks", "events": []string{"invoice.paid"}})
+	require.Equal(t, 201, resp.StatusCode, string(resp.Body))
+	resp.JSON(t, &ep)
+	env.endpoint = ep.ID
+
 	var caps struct {
 		Data []struct{ Name string } `json:"data"`
 	}
@@ -238,7 +260,9 @@ func (env *fuzzEnv) fingerprint(t testing.TB) string {
 		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM users),
 		(SELECT count(*) FILTER (WHERE revoked_at IS NOT NULL) FROM api_tokens),
 		(SELECT count(*) FROM approval_policy_versions),
-		(SELECT count(*) || ':' || count(to_version) FROM approval_policy_rules)) || '#' || concat_ws('|',
+		(SELECT count(*) || ':' || count(to_version) FROM approval_policy_rules),
+		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM webhook_endpoints),
+		(SELECT count(*) || ':' || coalesce(sum(attempts), 0) FROM webhook_deliveries)) || '#' || concat_ws('|',
 		(SELECT count(*) FROM audit_events),
 		(SELECT count(*) || ':' || count(*) FILTER (WHERE status IN ('pending', 'approved')) FROM approval_requests))`).Scan(&fp)
 	require.NoError(t, err)
@@ -274,6 +298,8 @@ func (env *fuzzEnv) pathFor(r fuzzRoute, in fuzzInput) string {
 			arg = env.token
 		case idRule:
 			arg = env.rule
+		case idWebhookEndpoint, idWebhookDelivery:
+			arg = env.endpoint
 		}
 	case in.idSel == 1:
 		arg = url.PathEscape(in.pathArg)

@@ -11,6 +11,7 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/openapi"
+	"github.com/invoiced/invoiced/webhooks"
 	"github.com/labstack/echo/v4"
 )
 
@@ -74,6 +75,8 @@ func (a *App) Routes(e *echo.Echo) {
 	// holding it for the whole grace period.
 	e.Server.RegisterOnShutdown(a.approvalHub.Close)
 
+	a.webhookRoutes(v1)
+
 	// MCP clients (ADR-0015): JSON-RPC over Streamable HTTP, outside /v1
 	// and REST. Bearer tokens only (nil: no inbox cookie, so no CSRF);
 	// approvers get a server without tools. Sessions close when shutdown
@@ -112,6 +115,21 @@ func (a *App) Routes(e *echo.Echo) {
 	e.GET("/invoices", w.Page(w.Invoices), sec)
 	e.GET("/invoices/:id", w.Page(w.Invoice), sec)
 	e.GET("/invoices/:id/pdf", w.Page(w.InvoicePDF), sec)
+}
+
+// webhookRoutes mounts the webhook endpoints and their deliveries: admins
+// only (the service checks, for the CLI too).
+func (a *App) webhookRoutes(v1 *echo.Group) {
+	wh := &webhooks.Handler{Svc: a.webhooks}
+	v1.POST("/webhook-endpoints", wh.Add)
+	v1.GET("/webhook-endpoints", wh.List)
+	v1.GET("/webhook-endpoints/:id", wh.Get)
+	v1.POST("/webhook-endpoints/:id/disable", wh.Disable)
+	v1.POST("/webhook-endpoints/:id/enable", wh.Enable)
+	v1.POST("/webhook-endpoints/:id/rotate-secret", wh.RotateSecret)
+	v1.GET("/webhook-endpoints/:id/deliveries", wh.Deliveries)
+	v1.GET("/webhook-deliveries/:id", wh.Delivery)
+	v1.POST("/webhook-deliveries/:id/redeliver", wh.Redeliver)
 }
 
 // onlyUnder applies m to requests whose path starts with prefix.

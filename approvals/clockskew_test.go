@@ -7,6 +7,7 @@ import (
 
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/internal/clocktest"
+	"github.com/invoiced/invoiced/outbox/outboxtest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,7 +19,7 @@ func TestGateSpendsTheCurrentApprovalWhateverTheReplicasClocks(t *testing.T) {
 	b := setup(t)
 	b.target(t, "inv-1", 500)
 	slow := b.gate
-	fast := approvals.NewGate(approvals.Policy{Now: clocktest.New(b.clock.Now().Add(2 * time.Minute)).Now})
+	fast := approvals.NewGate(approvals.Policy{Now: clocktest.New(b.clock.Now().Add(2 * time.Minute)).Now}, outboxtest.Emitter(t))
 
 	// Replica "fast" records the first request (version 1).
 	b.gate = fast

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/audit"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/events"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
@@ -24,12 +25,16 @@ import (
 // the target row and its state checks passed.
 type Gate struct {
 	policy Policy
+	emit   events.Emitter
 }
 
 var _ capability.Gate = (*Gate)(nil)
 
-// NewGate returns a gate applying policy (zero fields take defaults).
-func NewGate(policy Policy) *Gate { return &Gate{policy: policy.withDefaults()} }
+// NewGate returns a gate applying policy (zero fields take defaults) that
+// records approval.requested and approval.expired through emit.
+func NewGate(policy Policy, emit events.Emitter) *Gate {
+	return &Gate{policy: policy.withDefaults(), emit: emit}
+}
 
 // Policy returns the gate's policy with defaults filled.
 func (g *Gate) Policy() Policy { return g.policy }
@@ -76,7 +81,7 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 	switch a.Status {
 	case StatusPending, StatusApproved:
 		if !now.Before(a.ExpiresAt) {
-			if err := expireTx(ctx, tx, a, now, true, callActor(call)); err != nil {
+			if err := expireTx(ctx, tx, g.emit, a, now, true, callActor(call)); err != nil {
 				return capability.Grant{}, err
 			}
 			return capability.Grant{}, store.CommitAnd(expiredProblem(a))
@@ -257,6 +262,9 @@ func (g *Gate) request(ctx context.Context, tx pgx.Tx, call capability.Call, tar
 	if err != nil {
 		return err
 	}
+	if err := g.emit.EmitTx(ctx, tx, events.New(events.ApprovalRequested, now, a)); err != nil {
+		return err
+	}
 	if _, err := audit.AppendTx(ctx, tx, callActor(call).event("approval.requested", a, map[string]any{
 		"input_hash": a.InputHash, "amount": a.Amount, "currency": a.Currency, "required_approvals": required,
 		"policy_version": req.Version, "rule_id": a.Policy.RuleID,
@@ -303,11 +311,15 @@ func (g *Gate) consume(ctx context.Context, tx pgx.Tx, call capability.Call, a *
 	return capability.Grant{ApprovalID: a.ID.String(), InvocationID: inv.String()}, nil
 }
 
-// expireTx marks a locked open request expired, audits and announces it;
-// reported says the caller is answering APPROVAL_EXPIRED right now.
-func expireTx(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time, reported bool, by eventActor) error {
+// expireTx marks a locked open request expired, records the event, audits
+// and announces it; reported says the caller is answering APPROVAL_EXPIRED
+// right now.
+func expireTx(ctx context.Context, tx pgx.Tx, emit events.Emitter, a *Approval, now time.Time, reported bool, by eventActor) error {
 	prev := a.Status
 	if err := approvalExpireTx(ctx, tx, a, now, reported); err != nil {
+		return err
+	}
+	if err := emit.EmitTx(ctx, tx, events.New(events.ApprovalExpired, now, a)); err != nil {
 		return err
 	}
 	if _, err := audit.AppendTx(ctx, tx, by.event("approval.expired", a, map[string]any{

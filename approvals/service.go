@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/audit"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/events"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/page"
@@ -24,12 +25,14 @@ type Service struct {
 	db     store.Executor
 	policy Policy
 	hub    *Hub
+	emit   events.Emitter
 }
 
-// NewService returns a service over db. hub may be nil, in which case
-// Wait polls the database once a second instead of listening.
-func NewService(db store.Executor, policy Policy, hub *Hub) *Service {
-	return &Service{db: db, policy: policy.withDefaults(), hub: hub}
+// NewService returns a service over db that records approval.decided and
+// approval.expired through emit. hub may be nil, in which case Wait polls
+// the database once a second instead of listening.
+func NewService(db store.Executor, policy Policy, hub *Hub, emit events.Emitter) *Service {
+	return &Service{db: db, policy: policy.withDefaults(), hub: hub, emit: emit}
 }
 
 // Policy returns the service's policy with defaults filled.
@@ -96,7 +99,7 @@ func (s *Service) decideAs(ctx context.Context, tx pgx.Tx, u *identity.User, via
 		return nil, refusal(http.StatusConflict, CodeAlreadyDecided, fmt.Sprintf("you already decided %s on approval %s", d.Decision, a.ID), a)
 	}
 	if a.Status.Open() && !now.Before(a.ExpiresAt) {
-		if err := expireTx(ctx, tx, a, now, false, systemActor); err != nil {
+		if err := expireTx(ctx, tx, s.emit, a, now, false, systemActor); err != nil {
 			return nil, err
 		}
 		return nil, store.CommitAnd(refusal(http.StatusConflict, CodeApprovalExpired, fmt.Sprintf("approval %s expired at %s", a.ID, a.ExpiresAt.Format(time.RFC3339)), a))
@@ -146,6 +149,12 @@ func (s *Service) decideTx(ctx context.Context, tx pgx.Tx, by eventActor, approv
 	out, err := approvalGet(ctx, tx, a.ID, "")
 	if err != nil {
 		return nil, err
+	}
+	// An approval short of the quorum decides nothing yet.
+	if out.Status != StatusPending {
+		if err := s.emit.EmitTx(ctx, tx, events.New(events.ApprovalDecided, now, out)); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := audit.AppendTx(ctx, tx, by.event("approval.decided", out, map[string]any{
 		"decision": decision, "reason": reason, "approvals": out.Approvals, "required_approvals": out.RequiredApprovals,
@@ -222,7 +231,7 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		for _, a := range due {
-			if err := expireTx(ctx, tx, a, now, false, systemActor); err != nil {
+			if err := expireTx(ctx, tx, s.emit, a, now, false, systemActor); err != nil {
 				return 0, err
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/invoiced/invoiced/audit"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/outbox/outboxtest"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/store/storetest"
@@ -71,8 +72,8 @@ func setupOn(t *testing.T, db store.Executor) *bundle {
 	pol := approvals.Policy{Now: clk.Now, Capabilities: []string{"delete-invoice", "issue-invoice"}}
 	b := &bundle{
 		ctx: ctx, db: db, clock: clk,
-		gate: approvals.NewGate(pol),
-		svc:  approvals.NewService(db, pol, nil),
+		gate: approvals.NewGate(pol, outboxtest.Emitter(t)),
+		svc:  approvals.NewService(db, pol, nil, outboxtest.Emitter(t)),
 	}
 	b.clerk = user(t, ctx, db, "clerk", identity.RoleClerk)
 	b.clerk2 = user(t, ctx, db, "clerk2", identity.RoleClerk)

@@ -15,7 +15,7 @@ import (
 // of 1,000 lines (the largest the schema allows).
 func BenchmarkPrepare(b *testing.B) {
 	r := capability.NewRegistry()
-	r.MustRegister(invoices.Capabilities(invoices.NewService(nil, nil, invoices.Config{}))...)
+	r.MustRegister(invoices.Capabilities(invoices.NewService(nil, nil, nil, invoices.Config{}))...)
 	lines := make([]string, 1000)
 	for i := range lines {
 		lines[i] = fmt.Sprintf(`{"description":"Consulting, day %d","quantity":%d,"unit_amount":125000,"tax_rate_bps":2000}`, i, i+1)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/events"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
@@ -103,7 +104,11 @@ func (s *Service) Issue(ctx context.Context, call capability.Call) (any, error) 
 		}); err != nil {
 			return nil, err
 		}
-		return InvoiceIssueTx(ctx, tx, inv, s.prefix, now)
+		out, err := InvoiceIssueTx(ctx, tx, inv, s.prefix, now)
+		if err != nil {
+			return nil, err
+		}
+		return out, s.emit.EmitTx(ctx, tx, events.New(events.InvoiceIssued, now, out))
 	})
 }
 
@@ -125,6 +130,9 @@ func (s *Service) Delete(ctx context.Context, call capability.Call) (any, error)
 		if err := InvoiceDeleteTx(ctx, tx, inv.ID); err != nil {
 			return err
 		}
+		if err := s.emit.EmitTx(ctx, tx, events.New(events.InvoiceDeleted, s.clock(), inv)); err != nil {
+			return err
+		}
 		return s.audit(ctx, tx, call, "invoice.deleted", "invoice", inv.ID, map[string]any{
 			"approval_id": grant.ApprovalID, "invocation_id": grant.InvocationID,
 			"version": inv.Version, "total": inv.Total, "currency": inv.Currency,
@@ -136,31 +144,35 @@ func (s *Service) Delete(ctx context.Context, call capability.Call) (any, error)
 	return map[string]any{"id": in.InvoiceID, "deleted": true}, nil
 }
 
-func (s *Service) settle(ctx context.Context, call capability.Call, action Action, event string) (any, error) {
+func (s *Service) settle(ctx context.Context, call capability.Call, action Action, event events.Type) (any, error) {
 	in, err := writable[targetInput](call)
 	if err != nil {
 		return nil, err
 	}
 	return s.mutate(ctx, call, in.InvoiceID, action, func(ctx context.Context, tx pgx.Tx, inv *Invoice) (*Invoice, error) {
 		to, _ := Transition(inv.Status, action)
-		out, err := InvoiceSetStatusTx(ctx, tx, inv, to, s.clock())
+		now := s.clock()
+		out, err := InvoiceSetStatusTx(ctx, tx, inv, to, now)
 		if err != nil {
+			return nil, err
+		}
+		if err := s.emit.EmitTx(ctx, tx, events.New(event, now, out)); err != nil {
 			return nil, err
 		}
 		data := map[string]any{"version": out.Version, "number": out.Number}
 		if in.Reason != "" {
 			data["reason"] = in.Reason
 		}
-		return out, s.audit(ctx, tx, call, event, "invoice", out.ID, data)
+		return out, s.audit(ctx, tx, call, string(event), "invoice", out.ID, data)
 	})
 }
 
 // Void is the void-invoice capability: issued → void.
 func (s *Service) Void(ctx context.Context, call capability.Call) (any, error) {
-	return s.settle(ctx, call, ActionVoid, "invoice.voided")
+	return s.settle(ctx, call, ActionVoid, events.InvoiceVoided)
 }
 
 // MarkPaid is the mark-invoice-paid capability: issued → paid.
 func (s *Service) MarkPaid(ctx context.Context, call capability.Call) (any, error) {
-	return s.settle(ctx, call, ActionMarkPaid, "invoice.paid")
+	return s.settle(ctx, call, ActionMarkPaid, events.InvoicePaid)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/audit"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/events"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
@@ -30,6 +31,7 @@ type Config struct {
 type Service struct {
 	db     store.Executor
 	gate   capability.Gate
+	emit   events.Emitter
 	prefix string
 	now    func() time.Time
 }
@@ -37,9 +39,10 @@ type Service struct {
 // NewService returns the service. gate authorizes the consequential
 // capabilities (issue-invoice, delete-invoice) inside their transactions
 // (ADR-0010): the approvals gate in the service, never one that allows
-// everything.
-func NewService(db store.Executor, gate capability.Gate, cfg Config) *Service {
-	s := &Service{db: db, gate: gate, prefix: cfg.NumberPrefix, now: cfg.Now}
+// everything. emit records invoice.issued, voided, paid and deleted in the
+// same transactions.
+func NewService(db store.Executor, gate capability.Gate, emit events.Emitter, cfg Config) *Service {
+	s := &Service{db: db, gate: gate, emit: emit, prefix: cfg.NumberPrefix, now: cfg.Now}
 	if s.prefix == "" {
 		s.prefix = DefaultNumberPrefix
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/pressly/goose/v3/lock"
 )
 
+//go:generate go run ./internal/rivergen
+
 //go:embed *.sql
 var files embed.FS
 

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/invoiced/invoiced/internal/e2etest"
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/app"
@@ -36,7 +36,7 @@ func TestE2EWithTheAISDKClient(t *testing.T) {
 }
 
 func testE2EWithTheAISDKClient(t *testing.T, mode string) {
-	node, dir := e2eNode(t)
+	node, dir := e2etest.Node(t)
 	b := setup(t)
 	// The consequential scenario runs against the whole service: the real
 	// issue-invoice, approvals gate and REST API, behind the same openai-go
@@ -142,37 +142,4 @@ func setupE2EApp(t *testing.T) (*apptest.Harness, uuid.UUID, *fakeModel) {
 	prov.p = p
 	prov.mu.Unlock()
 	return h, draft.ID, fm
-}
-
-var (
-	e2eInstall sync.Mutex
-	e2eReady   bool
-)
-
-// e2eNode returns Node.js and the e2e directory, with its pinned
-// node_modules installed (npm ci, once per test binary: the e2e tests run
-// in parallel).
-func e2eNode(t *testing.T) (node, dir string) {
-	t.Helper()
-	dir, err := filepath.Abs("../e2e")
-	require.NoError(t, err)
-	node, err = exec.LookPath("node")
-	require.NoError(t, err, "the e2e tests need Node.js (20 or later) on PATH")
-	e2eInstall.Lock()
-	defer e2eInstall.Unlock()
-	if e2eReady {
-		return node, dir
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ai")); err != nil {
-		npm, err := exec.LookPath("npm")
-		require.NoError(t, err, "the e2e tests need npm to install e2e/node_modules")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "npm ci in e2e/: %s", out)
-	}
-	e2eReady = true
-	return node, dir
 }

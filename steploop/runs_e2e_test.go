@@ -25,6 +25,7 @@ import (
 
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/internal/e2etest"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
@@ -191,7 +192,7 @@ func startReplica(t *testing.T, b *runsBundle) (string, int) {
 // order; (g) resume with no run; (h) a replica killed mid-answer.
 func TestE2ERunsWithTheAISDKClient(t *testing.T) {
 	t.Parallel()
-	node, dir := e2eNode(t)
+	node, dir := e2etest.Node(t)
 	b := setupRuns(t)
 	replica, pid := startReplica(t, b)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/e2etest"
+
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
 	"github.com/invoiced/invoiced/identity"
@@ -244,7 +246,7 @@ func TestChatTurnOutlivesTheReadTimeout(t *testing.T) {
 // logged, and any FAIL line fails the test.
 func TestChatStreamConformsToTheAISDKClient(t *testing.T) {
 	t.Parallel()
-	node, dir := e2eNode(t)
+	node, dir := e2etest.Node(t)
 	b := setupConformance(t, &edgeModel{slow: 2 * time.Second}, server.DefaultConfig())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

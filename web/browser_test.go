@@ -82,7 +82,7 @@ func (a *agent) call(ctx context.Context, name string, input any) (any, error) {
 // capabilities behind the harness's approvals gate.
 func (b *bundle) agent(clerk *identity.User, conv string) *agent {
 	reg := capability.NewRegistry()
-	reg.MustRegister(invoices.Capabilities(invoices.NewService(b.h.Pool, b.h.App.ApprovalGate(), invoices.Config{}))...)
+	reg.MustRegister(invoices.Capabilities(invoices.NewService(b.h.Pool, b.h.App.ApprovalGate(), b.h.App.Events(), invoices.Config{}))...)
 	return &agent{reg: reg, who: clerk.Principal(), conv: conv}
 }
 

@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,9 +14,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -36,6 +32,7 @@ import (
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/store"
+	"github.com/invoiced/invoiced/webhooks"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -95,6 +92,7 @@ type bench struct {
 	approver identity.Principal
 	token    string
 	customer *invoices.Customer
+	recv     *receiver
 }
 
 func run() error {
@@ -113,14 +111,16 @@ func run() error {
 	fmt.Printf("bench-issue: %d issues per round, level and side; %d alternating rounds (median shown); server pool %d conns\n\n",
 		o.n, o.rounds, b.pool.Config().MaxConns)
 	fmt.Printf("%-12s %14s %14s %8s   %s\n", "concurrency", "ours (HTTP)/s", "raw SQL/s", "ratio", "rounds (ours/raw)")
+	var delivered []string
 	for _, c := range o.levels {
 		n := o.n - o.n%c
-		var ours, raw []float64
+		var ours, raw, rates []float64
 		var detail []string
+		var latencies []time.Duration
 		// Alternating rounds: load from elsewhere on the machine drifts,
 		// and alternation spreads it over both sides.
 		for range o.rounds {
-			o1, err := b.ours(ctx, c, n)
+			o1, d, err := b.ours(ctx, c, n)
 			if err != nil {
 				return fmt.Errorf("ours at %d: %w", c, err)
 			}
@@ -129,10 +129,16 @@ func run() error {
 				return fmt.Errorf("raw at %d: %w", c, err)
 			}
 			ours, raw = append(ours, o1), append(raw, r1)
+			rates, latencies = append(rates, d.perSecond), append(latencies, d.latencies...)
 			detail = append(detail, fmt.Sprintf("%.0f/%.0f", o1, r1))
 		}
 		mo, mr := median(ours), median(raw)
 		fmt.Printf("%-12d %14.0f %14.0f %7.0f%%   %s\n", c, mo, mr, 100*mo/mr, strings.Join(detail, " "))
+		delivered = append(delivered, fmt.Sprintf("%-12d %14.0f %14s", c, median(rates), p99(latencies).Round(time.Millisecond)))
+	}
+	fmt.Printf("\ninvoice.issued webhooks to a local receiver during ours (target: p99 ≤ 1 s)\n%-12s %14s %14s\n", "concurrency", "deliveries/s", "p99 commit→delivery")
+	for _, l := range delivered {
+		fmt.Println(l)
 	}
 	return nil
 }
@@ -176,7 +182,10 @@ func (b *bench) setup(ctx context.Context) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if b.app, err = app.New(ctx, app.Config{}, b.pool, log); err != nil {
+	if b.app, err = app.New(ctx, app.Config{Webhooks: webhooks.Config{AllowPrivate: true}}, b.pool, log); err != nil {
+		return err
+	}
+	if b.recv, err = startReceiver(); err != nil {
 		return err
 	}
 	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return b.pool.Ping(ctx) })
@@ -204,7 +213,10 @@ func (b *bench) setup(ctx context.Context) error {
 		ID: uuid.Must(uuid.NewV7()), Name: "Bench GmbH", Email: "bench@example.com", Currency: "EUR",
 		CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return b.subscribe(ctx)
 }
 
 func withDatabase(u, name string) string {
@@ -296,16 +308,23 @@ func (b *bench) prepare(ctx context.Context, n int) ([]item, error) {
 }
 
 // ours issues n approved drafts over HTTP with c concurrent clients and
-// returns issues per second.
-func (b *bench) ours(ctx context.Context, c, n int) (float64, error) {
+// returns issues per second, then waits for their invoice.issued
+// deliveries and returns what they measured.
+func (b *bench) ours(ctx context.Context, c, n int) (float64, deliveries, error) {
 	items, err := b.prepare(ctx, n)
 	if err != nil {
-		return 0, err
+		return 0, deliveries{}, err
+	}
+	if err := b.drain(ctx); err != nil {
+		return 0, deliveries{}, err
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c, MaxConnsPerHost: c}}
-	work := make(chan uuid.UUID, n)
-	for _, it := range items {
-		work <- it.invoice
+	work := make(chan int, n)
+	ids := make([]uuid.UUID, n)
+	committed := make([]time.Time, n)
+	for i, it := range items {
+		ids[i] = it.invoice
+		work <- i
 	}
 	close(work)
 	var (
@@ -316,11 +335,11 @@ func (b *bench) ours(ctx context.Context, c, n int) (float64, error) {
 	if b.o.profile != "" {
 		f, err := os.Create(fmt.Sprintf("%s.c%d", b.o.profile, c))
 		if err != nil {
-			return 0, err
+			return 0, deliveries{}, err
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return 0, err
+			return 0, deliveries{}, err
 		}
 		defer pprof.StopCPUProfile()
 	}
@@ -329,8 +348,8 @@ func (b *bench) ours(ctx context.Context, c, n int) (float64, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for id := range work {
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.base+"/v1/invoices/"+id.String()+"/issue", nil)
+			for i := range work {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.base+"/v1/invoices/"+ids[i].String()+"/issue", nil)
 				req.Header.Set("Authorization", "Bearer "+b.token)
 				resp, err := client.Do(req)
 				if err != nil {
@@ -340,6 +359,7 @@ func (b *bench) ours(ctx context.Context, c, n int) (float64, error) {
 				}
 				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
+				committed[i] = time.Now()
 				if resp.StatusCode != http.StatusOK {
 					failed.Add(1)
 					sample.Store(fmt.Sprintf("%d %s", resp.StatusCode, body))
@@ -350,106 +370,8 @@ func (b *bench) ours(ctx context.Context, c, n int) (float64, error) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	if f := failed.Load(); f > 0 {
-		return 0, fmt.Errorf("%d of %d issues failed, e.g. %v", f, n, sample.Load())
+		return 0, deliveries{}, fmt.Errorf("%d of %d issues failed, e.g. %v", f, n, sample.Load())
 	}
-	return float64(n) / elapsed.Seconds(), nil
-}
-
-// auditLockKey is audit's advisory lock key ("auditcha").
-const auditLockKey int64 = 0x61756469_74636861
-
-// rawScript is the issue transaction as SQL, statement for statement what
-// the service sends (invoice lock and lines, customer, the gate's lookup
-// and the approval policy's rules, consume and notify, two audit appends, the numbered update), with
-// the audit events built in SQL. Pipelines mirror the statements pgx
-// sends as one batch (consume + notify; each audit lock + insert). The
-// work item lookup before BEGIN stands in for the HTTP request naming the
-// invoice.
-const rawScript = `\set i :i + 1
-\set k :client_id * :per + :i
-SELECT invoice_id AS inv, approval_id AS appr, input_hash AS ih, customer_id AS cust FROM bench_queue WHERE k = :k \gset
-BEGIN;
-SELECT id, number, status, customer_id, currency, due_date, memo, subtotal, tax_total, total, issued_at, voided_at, paid_at, version, created_at, updated_at FROM invoices WHERE id = :inv FOR UPDATE;
-SELECT invoice_id, description, quantity, unit_amount, tax_rate_bps, amount, tax_amount FROM invoice_lines WHERE invoice_id = ANY(ARRAY[:inv::uuid]) ORDER BY invoice_id, position;
-SELECT id, name, email, currency, version, created_at, updated_at FROM customers WHERE id = :cust;
-SELECT r.id, r.capability, r.status, r.input, r.input_hash, r.target_type, r.target_id, r.target_version, r.amount, r.currency, r.snapshot, r.requested_by, u.username, r.requested_via, r.reason, r.required_approvals, r.created_at, r.updated_at, r.expires_at, r.decided_at, r.consumed_at, r.consumed_by, r.expiry_reported_at IS NOT NULL, r.version, r.policy_version, r.policy_rule_id, r.policy_required, r.required_raised_version FROM approval_requests r JOIN users u ON u.id = r.requested_by WHERE r.capability = 'issue-invoice' AND r.target_type = 'invoice' AND r.target_id = :inv AND r.input_hash = :ih ORDER BY r.created_at DESC, r.id DESC LIMIT 1 FOR UPDATE OF r;
-SELECT v.version, r.id, r.capability, coalesce(r.currency, '*'), r.min_amount, r.min_amount_major, r.approvers, r.from_version, r.to_version FROM (SELECT max(version) AS version FROM approval_policy_versions) v LEFT JOIN approval_policy_rules r ON r.to_version IS NULL AND r.capability = 'issue-invoice' AND (r.currency = 'EUR' OR r.currency IS NULL);
-\startpipeline
-UPDATE approval_requests SET status = 'consumed', consumed_at = now(), consumed_by = gen_random_uuid(), updated_at = now(), version = version + 1 WHERE id = :appr AND status = 'approved';
-SELECT pg_notify('invoiced_approvals', '{"id":"' || :appr::text || '","status":"consumed","version":3}');
-\endpipeline
-\startpipeline
-SELECT pg_advisory_xact_lock(AUDITKEY);
-WITH ev AS (SELECT '{"actor":"bench-clerk","data":{"invocation_id":"' || gen_random_uuid() || '"},"occurred_at":"' || (to_json(now() AT TIME ZONE 'UTC') #>> '{}') || 'Z' || '","subject_id":"' || :appr::text || '","subject_type":"approval","type":"approval.consumed","via":"rest"}' AS t),
-     head AS (SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1)
-INSERT INTO audit_events (seq, event, prev_hash, hash)
-SELECT coalesce((SELECT seq FROM head), 0) + 1, ev.t::jsonb, coalesce((SELECT hash FROM head), decode(repeat('00', 32), 'hex')),
-       sha256(coalesce((SELECT hash FROM head), decode(repeat('00', 32), 'hex')) || convert_to(ev.t, 'UTF8')) FROM ev RETURNING seq;
-\endpipeline
-\startpipeline
-SELECT pg_advisory_xact_lock(AUDITKEY);
-WITH ev AS (SELECT '{"actor":"bench-clerk","data":{"approval_id":"' || :appr::text || '"},"occurred_at":"' || (to_json(now() AT TIME ZONE 'UTC') #>> '{}') || 'Z' || '","subject_id":"' || :inv::text || '","subject_type":"invoice","type":"invoice.issued","via":"rest"}' AS t),
-     head AS (SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1)
-INSERT INTO audit_events (seq, event, prev_hash, hash)
-SELECT coalesce((SELECT seq FROM head), 0) + 1, ev.t::jsonb, coalesce((SELECT hash FROM head), decode(repeat('00', 32), 'hex')),
-       sha256(coalesce((SELECT hash FROM head), decode(repeat('00', 32), 'hex')) || convert_to(ev.t, 'UTF8')) FROM ev RETURNING seq;
-\endpipeline
-WITH seq AS (INSERT INTO invoice_number_series AS s (prefix, year, last_seq) VALUES ('INV', extract(year FROM now())::int, 1) ON CONFLICT (prefix, year) DO UPDATE SET last_seq = s.last_seq + 1 RETURNING last_seq)
-UPDATE invoices SET status = 'issued', number = 'INV-' || extract(year FROM now())::int || '-' || lpad(seq.last_seq::text, greatest(6, length(seq.last_seq::text)), '0'), issued_at = now(), version = version + 1, updated_at = now() FROM seq WHERE id = :inv AND status = 'draft'
-RETURNING invoices.id, invoices.number, invoices.status, invoices.customer_id, invoices.currency, invoices.due_date, invoices.memo, invoices.subtotal, invoices.tax_total, invoices.total, invoices.issued_at, invoices.voided_at, invoices.paid_at, invoices.version, invoices.created_at, invoices.updated_at;
-END;
-`
-
-var tpsRE = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
-
-// raw runs the same issue transaction as a pgbench script over n fresh
-// approved drafts with c clients and returns issues per second.
-func (b *bench) raw(ctx context.Context, c, n int) (float64, error) {
-	items, err := b.prepare(ctx, n)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := b.pool.Exec(ctx, `DROP TABLE IF EXISTS bench_queue; CREATE TABLE bench_queue (k int PRIMARY KEY, invoice_id uuid, approval_id uuid, input_hash text, customer_id uuid)`); err != nil {
-		return 0, err
-	}
-	per := n / c
-	rows := make([][]any, 0, n)
-	for i, it := range items {
-		// Client j runs i = 1..per, so its items are k = j*per+1 … j*per+per.
-		rows = append(rows, []any{i + 1, it.invoice, it.approval, it.inputHash, b.customer.ID})
-	}
-	if _, err := b.pool.CopyFrom(ctx, pgx.Identifier{"bench_queue"}, []string{"k", "invoice_id", "approval_id", "input_hash", "customer_id"}, pgx.CopyFromRows(rows)); err != nil {
-		return 0, err
-	}
-	dir, err := os.MkdirTemp("", "bench-issue")
-	if err != nil {
-		return 0, err
-	}
-	defer os.RemoveAll(dir)
-	script := filepath.Join(dir, "issue.sql")
-	if err := os.WriteFile(script, []byte(strings.ReplaceAll(rawScript, "AUDITKEY", strconv.FormatInt(auditLockKey, 10))), 0o600); err != nil {
-		return 0, err
-	}
-	cmd := exec.CommandContext(ctx, b.o.pgbench, "-n", "-r", "-M", "prepared", "-f", script,
-		"-c", strconv.Itoa(c), "-j", strconv.Itoa(min(c, 2)), "-t", strconv.Itoa(per),
-		"-D", "i=0", "-D", "per="+strconv.Itoa(per), b.url)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return 0, fmt.Errorf("pgbench: %w\n%s", err, out)
-	}
-	if b.o.verbose {
-		fmt.Printf("%s\n", out)
-	}
-	m := tpsRE.FindSubmatch(out)
-	if m == nil {
-		return 0, fmt.Errorf("pgbench output without tps:\n%s", out)
-	}
-	var issued int
-	if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM invoices i JOIN bench_queue q ON q.invoice_id = i.id WHERE i.status = 'issued'`).Scan(&issued); err != nil {
-		return 0, err
-	}
-	if issued != n {
-		return 0, errors.New("pgbench did not issue every draft: " + strconv.Itoa(issued) + " of " + strconv.Itoa(n) + "\n" + string(out))
-	}
-	return strconv.ParseFloat(string(m[1]), 64)
+	d, err := b.measureDeliveries(start, ids, committed)
+	return float64(n) / elapsed.Seconds(), d, err
 }

@@ -13,9 +13,11 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/money"
+	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 const approvalsUsage = `Usage:
@@ -43,6 +45,17 @@ func cmdApprovals(ctx context.Context, e env, args []string, stdout, stderr io.W
 	return errUsage
 }
 
+// cliApprovals is the approval service the CLI decides and lists with:
+// its decisions and the expiries its list finds are events like the
+// server's, worked by the replicas running serve.
+func cliApprovals(pool *pgxpool.Pool) (*approvals.Service, error) {
+	emit, err := outbox.NewEmitter(nil)
+	if err != nil {
+		return nil, err
+	}
+	return approvals.NewService(pool, approvals.Policy{}, nil, emit), nil
+}
+
 func cmdApprovalsList(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
 	fs := flagSet("approvals list [--status STATUS] [--limit N]",
 		"List approval requests, newest first.", stderr)
@@ -67,7 +80,11 @@ func cmdApprovalsList(ctx context.Context, e env, args []string, stdout, stderr 
 		return err
 	}
 	defer pool.Close()
-	list, err := approvals.NewService(pool, approvals.Policy{}, nil).List(ctx, p)
+	svc, err := cliApprovals(pool)
+	if err != nil {
+		return err
+	}
+	list, err := svc.List(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -109,7 +126,11 @@ func cmdApprovalsDecide(ctx context.Context, e env, decision string, args []stri
 	if err != nil {
 		return err
 	}
-	a, err := approvals.NewService(pool, approvals.Policy{}, nil).Decide(ctx, u.Principal(), capability.PathCLI, id, 0, decision, *reason)
+	svc, err := cliApprovals(pool)
+	if err != nil {
+		return err
+	}
+	a, err := svc.Decide(ctx, u.Principal(), capability.PathCLI, id, 0, decision, *reason)
 	if err != nil {
 		return err
 	}

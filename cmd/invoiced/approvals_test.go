@@ -12,6 +12,7 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/jsondoc"
+	"github.com/invoiced/invoiced/outbox/outboxtest"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/store/storetest"
@@ -37,7 +38,7 @@ func setupApprovals(t *testing.T) *approvalsBundle {
 	url := storetest.URL(t)
 	pool := storetest.PoolFor(t, url)
 	b := &approvalsBundle{ctx: ctx, env: env{"DATABASE_URL": url}, pool: pool,
-		gate: approvals.NewGate(approvals.Policy{}), svc: approvals.NewService(pool, approvals.Policy{}, nil)}
+		gate: approvals.NewGate(approvals.Policy{}, outboxtest.Emitter(t)), svc: approvals.NewService(pool, approvals.Policy{}, nil, outboxtest.Emitter(t))}
 	mk := func(name string, role identity.Role) identity.Principal {
 		u, err := identity.UserCreate(ctx, pool, identity.UserCreateParams{Username: name, Role: role})
 		require.NoError(t, err)

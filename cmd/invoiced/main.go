@@ -39,6 +39,9 @@ Usage:
   invoiced tokens list NAME | revoke ID      list a user's tokens; revoke one
   invoiced approvals list|approve|deny       list and decide approval requests
   invoiced policy list|set|delete            how many approvers a request needs (admins)
+  invoiced webhooks add|list|disable|enable|rotate-secret|deliveries|redeliver
+                                             manage webhook endpoints
+  invoiced healthcheck                       exit 0 when the local server is ready
   invoiced audit verify                      check the audit hash chain
   invoiced version                           print the version
 
@@ -68,6 +71,10 @@ func run(ctx context.Context, args []string, env env, stdin io.Reader, stdout, s
 		err = cmdPolicy(ctx, env, args[1:], stdout, stderr)
 	case "audit":
 		err = cmdAudit(ctx, env, args[1:], stdout, stderr)
+	case "webhooks":
+		err = cmdWebhooks(ctx, env, args[1:], stdout, stderr)
+	case "healthcheck":
+		err = cmdHealthcheck(ctx, env, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "invoiced", version)
 	case "-h", "--help", "help":

@@ -77,6 +77,9 @@ func TestMigrateUpStatusDownToZeroAndUpAgain(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, n, strings.Count(r.stdout, " applied "), r.stdout)
 	require.NotContains(t, r.stdout, "pending")
+	rivers, err := migrations.RiverFiles()
+	require.NoError(t, err)
+	require.Contains(t, r.stdout, fmt.Sprintf("river schema: version %d of %d", len(rivers), len(rivers)))
 
 	for i := range n {
 		r = invoke(ctx, e, "migrate", "down")

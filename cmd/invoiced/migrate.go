@@ -64,16 +64,8 @@ func cmdMigrate(ctx context.Context, e env, args []string, stdout, stderr io.Wri
 		}
 		fmt.Fprintf(stdout, "applied %s\n", up.Source.Path)
 	case "status":
-		st, err := p.Status(ctx)
-		if err != nil {
+		if err := migrateStatus(ctx, p, e.get("DATABASE_URL", ""), stdout); err != nil {
 			return fmt.Errorf("migrate status: %w", err)
-		}
-		for _, s := range st {
-			applied := "pending"
-			if s.State == goose.StateApplied {
-				applied = "applied " + s.AppliedAt.UTC().Format("2006-01-02T15:04:05Z")
-			}
-			fmt.Fprintf(stdout, "%-40s %s\n", s.Source.Path, applied)
 		}
 	case "version":
 		v, err := p.GetDBVersion(ctx)
@@ -85,5 +77,27 @@ func cmdMigrate(ctx context.Context, e env, args []string, stdout, stderr io.Wri
 		fs.Usage()
 		return errUsage
 	}
+	return nil
+}
+
+// migrateStatus lists the migrations and whether each is applied, then
+// River's own view of its version (its tools read that).
+func migrateStatus(ctx context.Context, p *goose.Provider, url string, stdout io.Writer) error {
+	st, err := p.Status(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range st {
+		applied := "pending"
+		if s.State == goose.StateApplied {
+			applied = "applied " + s.AppliedAt.UTC().Format("2006-01-02T15:04:05Z")
+		}
+		fmt.Fprintf(stdout, "%-40s %s\n", s.Source.Path, applied)
+	}
+	applied, bundled, err := migrations.RiverVersions(ctx, url)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "river schema: version %d of %d (the river_* migrations above)\n", applied, bundled)
 	return nil
 }

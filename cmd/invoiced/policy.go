@@ -15,6 +15,7 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/money"
+	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -52,7 +53,12 @@ func policyService(ctx context.Context, e env) (*approvals.Service, *pgxpool.Poo
 	if err != nil {
 		return nil, nil, err
 	}
-	return approvals.NewService(pool, approvals.Policy{Capabilities: app.ConsequentialCapabilities()}, nil), pool, nil
+	emit, err := outbox.NewEmitter(nil)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return approvals.NewService(pool, approvals.Policy{Capabilities: app.ConsequentialCapabilities()}, nil, emit), pool, nil
 }
 
 func cmdPolicyList(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {

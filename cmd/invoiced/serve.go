@@ -115,6 +115,12 @@ func loadConfig(e env) (config, error) {
 	if err := approvalSettings(e, &c.App.Approvals); err != nil {
 		return c, err
 	}
+	if c.App.Notify, err = notifySettings(e); err != nil {
+		return c, err
+	}
+	if c.App.Webhooks, err = webhookSettings(e); err != nil {
+		return c, err
+	}
 	if err := sellerSettings(e, &c.App.Seller); err != nil {
 		return c, err
 	}
@@ -273,6 +279,9 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 		return err
 	}
 	defer a.Close()
+	if cfg.HTTP.Metrics != nil {
+		cfg.HTTP.Metrics.Registry.MustRegister(a.Collectors()...)
+	}
 	a.Routes(e2)
 
 	if addr := e.get("INVOICED_PPROF_ADDR", ""); addr != "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
@@ -53,7 +54,11 @@ func withAccounts(ctx context.Context, e env, fn func(*accounts.Service) error) 
 		return err
 	}
 	defer pool.Close()
-	return fn(accounts.NewService(pool, approvals.NewService(pool, policy, nil)))
+	emit, err := outbox.NewEmitter(nil)
+	if err != nil {
+		return err
+	}
+	return fn(accounts.NewService(pool, approvals.NewService(pool, policy, nil, emit)))
 }
 
 func cmdUsers(ctx context.Context, e env, args []string, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/jsondoc"
+	"github.com/invoiced/invoiced/outbox/outboxtest"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/store/storetest"
@@ -139,7 +140,7 @@ func TestUsersRoleFromTheCLIVoidsOpenApprovals(t *testing.T) {
 	hash, err := jsondoc.Hash(input)
 	require.NoError(t, err)
 	err = store.WithTx(ctx, pool, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := approvals.NewGate(approvals.Policy{}).AuthorizeTx(ctx, tx,
+		_, err := approvals.NewGate(approvals.Policy{}, outboxtest.Emitter(t)).AuthorizeTx(ctx, tx,
 			capability.Call{Name: "issue-invoice", Principal: clara.Principal(), Via: capability.PathREST, Input: input, InputHash: hash},
 			capability.Target{Type: "invoice", ID: "inv-1", Version: 1, Amount: 100, Currency: "EUR"})
 		return err

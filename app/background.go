@@ -1,0 +1,91 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/invoiced/invoiced/confirm"
+	"github.com/invoiced/invoiced/idempotency"
+	"github.com/invoiced/invoiced/notify"
+	"github.com/invoiced/invoiced/outbox"
+	"github.com/invoiced/invoiced/web"
+	"github.com/invoiced/invoiced/webhooks"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Sweep intervals (River periodic jobs, once per cluster).
+const (
+	// approvalSweepInterval bounds how late a waiting client learns that a
+	// request expired, and so how late its approval.expired event goes
+	// out: 30 s.
+	approvalSweepInterval = 30 * time.Second
+	// chatRunSweepInterval bounds how long a finished chat run's log
+	// outlives its replay window, and how late a run whose replica died is
+	// stored when nobody asks for it: 30 s.
+	chatRunSweepInterval = 30 * time.Second
+	// housekeepingInterval is for rows nobody waits on (used
+	// confirmations, idempotency keys past 24 h, dead sessions): 5 min.
+	housekeepingInterval = 5 * time.Minute
+)
+
+// riverPoolConns sizes River's own pool: its listener holds one for life;
+// the fetchers, the leader's maintenance and the workers' short
+// transactions share the rest (a delivery holds one only to read and to
+// record its attempt, never while it waits on the network). 8, as the
+// request pool on 2 cores: with 4, dispatch waited on the pool under
+// `make bench-issue`.
+const riverPoolConns = 8
+
+// startBackground starts River on a pool of its own: event dispatch,
+// deliveries, mails, reminders and the sweeps.
+func (a *App) startBackground(ctx context.Context, cfg Config, ctl *confirm.Controller, sessionIdle time.Duration) error {
+	pc := a.pool.Config()
+	pc.MaxConns = riverPoolConns
+	pc.MinConns = 0
+	pc.ConnConfig.RuntimeParams["application_name"] = "invoiced-jobs"
+	// The jobs' own commits (a dispatch, an attempt's record, a job's
+	// completion) need not wait for the WAL flush: a crash loses at most
+	// the last ~200 ms of them, and each lost one only runs its job again
+	// (at least once, same webhook-id). The facts and their events commit
+	// on the request pool, flushed as ever. Under bench-issue these
+	// commits, three or four per issued invoice, were what the background
+	// work cost the issues.
+	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	rp, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return fmt.Errorf("jobs pool: %w", err)
+	}
+	a.riverPool = rp
+	a.notify = notify.New(rp, cfg.Notify)
+	a.notify.Describe(a.log)
+	a.webhooks = webhooks.NewService(a.pool, a.events, cfg.Webhooks)
+	deliverer := webhooks.NewDeliverer(rp, cfg.Webhooks, a.notify)
+	a.background, err = outbox.Start(ctx, outbox.Config{
+		DB:                rp,
+		Log:               a.log,
+		Subscribers:       []outbox.Subscriber{a.notify, deliverer},
+		Workers:           []outbox.WorkerSet{a.notify, deliverer},
+		FetchPollInterval: outbox.FetchPollFor(cfg.Webhooks.Schedule()),
+		Sweeps: []outbox.Sweep{
+			{Name: "approval-expiry", Every: approvalSweepInterval, Run: func(ctx context.Context) error {
+				_, err := a.approvalSvc.ExpireDue(ctx)
+				return err
+			}},
+			{Name: "confirmations", Every: housekeepingInterval, Run: func(ctx context.Context) error {
+				_, err := ctl.Sweep(ctx)
+				return err
+			}},
+			{Name: "chat-runs", Every: chatRunSweepInterval, Run: a.chat.SweepRuns},
+			{Name: "idempotency-keys", Every: housekeepingInterval, Run: func(ctx context.Context) error {
+				_, err := idempotency.KeySweep(ctx, a.pool)
+				return err
+			}},
+			{Name: "web-sessions", Every: housekeepingInterval, Run: func(ctx context.Context) error {
+				_, err := web.SessionSweep(ctx, a.pool, sessionIdle)
+				return err
+			}},
+		},
+	})
+	return err
+}
