@@ -229,7 +229,7 @@ CREATE CONSTRAINT TRIGGER credit_note_lines_settlement_check AFTER INSERT ON cre
 -- payment of the total on the day they were marked, so that amount_paid
 -- is the sum of payments for them too.
 INSERT INTO payments (id, invoice_id, amount, currency, received_on, method, reference, recorded_at)
-SELECT gen_random_uuid(), id, total, currency, (paid_at AT TIME ZONE 'UTC')::date, 'other', 'marked paid', paid_at
+SELECT gen_random_uuid(), id, total, currency, (paid_at AT TIME ZONE 'UTC')::date, 'other', 'Paid in full', paid_at
 FROM invoices WHERE status = 'paid' AND total > 0;
 UPDATE invoices SET amount_paid = total WHERE status = 'paid';
 

@@ -192,7 +192,11 @@ func (h *Handler) InvoicePDF(c echo.Context, _ *Session) error {
 	if err := invoices.RequireSeller(h.deps.Seller); err != nil {
 		return err
 	}
-	inv, cu, err := h.invoiceWithCustomer(c)
+	id, err := parseID(c, "invoice")
+	if err != nil {
+		return err
+	}
+	d, inv, err := invoices.InvoiceDocument(c.Request().Context(), h.db, id, h.deps.Seller)
 	if err != nil {
 		return err
 	}
@@ -209,7 +213,7 @@ func (h *Handler) InvoicePDF(c echo.Context, _ *Session) error {
 	// The page CSP (default-src 'none') is for HTML; on a PDF it could
 	// stop the browser's viewer. The other page headers stay.
 	c.Response().Header().Del("Content-Security-Policy")
-	return invoices.WritePDF(c, invoices.Document(inv, cu, h.deps.Seller))
+	return invoices.WritePDF(c, d)
 }
 
 // currentVersion is the target invoice's version now, to tell the
