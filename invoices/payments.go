@@ -190,8 +190,7 @@ func (s *Service) ReversePayment(ctx context.Context, call capability.Call) (any
 			return nil, err
 		}
 		if p.ReversedAt != nil {
-			return nil, problem.Conflict(CodeInvalidTransition, fmt.Sprintf("payment %s was reversed already, at %s", p.ID, p.ReversedAt.Format(time.RFC3339))).
-				With("current_status", string(PaymentReversed))
+			return nil, problem.Conflict(CodeInvalidTransition, fmt.Sprintf("payment %s was reversed already, at %s", p.ID, p.ReversedAt.Format(time.RFC3339)))
 		}
 		if _, err := Transition(inv.Status, ActionReversePayment); err != nil {
 			return nil, err
