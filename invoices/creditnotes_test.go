@@ -42,8 +42,8 @@ func (b httpBundle) credit(t *testing.T, id string, body map[string]any) invoice
 func threeRates(b httpBundle, t *testing.T) *invoices.Invoice {
 	return invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID, Lines: []invoices.LineInput{
 		{Description: "Consulting", Quantity: 3, UnitAmount: 10000, TaxRateBPS: 1900}, // 300.00 + 57.00
-		{Description: "Books", Quantity: 1, UnitAmount: 5000, TaxRateBPS: 700},       // 50.00 + 3.50
-		{Description: "Postage", Quantity: 2, UnitAmount: 999, TaxRateBPS: 0},        // 19.98
+		{Description: "Books", Quantity: 1, UnitAmount: 5000, TaxRateBPS: 700},        // 50.00 + 3.50
+		{Description: "Postage", Quantity: 2, UnitAmount: 999, TaxRateBPS: 0},         // 19.98
 	}})
 }
 
