@@ -106,6 +106,9 @@ func rowOf(a *approvals.Approval) requestRow {
 			if snap.Customer.Name != "" {
 				r.Target = "invoice for " + snap.Customer.Name
 			}
+			if snap.CreditNote != nil {
+				r.Target = "credit note on the " + r.Target
+			}
 			if snap.Number != nil {
 				r.Number = *snap.Number
 			}
@@ -171,10 +174,15 @@ type snapshotView struct {
 		Amount      int64  `json:"amount"`
 		TaxAmount   int64  `json:"tax_amount"`
 	} `json:"lines"`
-	Subtotal int64 `json:"subtotal"`
-	TaxTotal int64 `json:"tax_total"`
-	Total    int64 `json:"total"`
-	Version  int64 `json:"version"`
+	Subtotal       int64 `json:"subtotal"`
+	TaxTotal       int64 `json:"tax_total"`
+	Total          int64 `json:"total"`
+	AmountPaid     int64 `json:"amount_paid"`
+	AmountCredited int64 `json:"amount_credited"`
+	BalanceDue     int64 `json:"balance_due"`
+	Version        int64 `json:"version"`
+	// CreditNote is, for issue-credit-note, what it would credit.
+	CreditNote *invoices.CreditPreview `json:"credit_note"`
 }
 
 type approvalView struct {

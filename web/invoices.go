@@ -141,7 +141,9 @@ func nextInvoicesURL(q url.Values, cursor string) string {
 
 type invoiceView struct {
 	*invoices.Invoice
-	Customer *invoices.Customer
+	Customer    *invoices.Customer
+	Payments    []*invoices.Payment
+	CreditNotes []*invoices.CreditNote
 }
 
 // Invoice is the page GET /invoices/{id}: one invoice, printable.
@@ -160,8 +162,16 @@ func (h *Handler) Invoice(c echo.Context, s *Session) error {
 	if inv.Number != nil {
 		title = "Invoice " + *inv.Number
 	}
+	v := invoiceView{Invoice: inv, Customer: cu}
+	ctx := c.Request().Context()
+	if v.Payments, err = invoices.PaymentsOf(ctx, h.db, inv.ID); err != nil {
+		return err
+	}
+	if v.CreditNotes, err = invoices.CreditNoteList(ctx, h.db, inv.ID, page.Request{}); err != nil {
+		return err
+	}
 	d := h.data(c, s, title)
-	d.Data = invoiceView{Invoice: inv, Customer: cu}
+	d.Data = v
 	return h.render(c, http.StatusOK, "invoice", d)
 }
 
