@@ -18,6 +18,7 @@ import (
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/invoiced/invoiced/openapi"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop/model"
@@ -40,6 +41,9 @@ const (
 	idUser
 	idToken
 	idRule
+	idIssued
+	idPayment
+	idCreditNote
 )
 
 // fuzzRoute is one route of openapi/openapi.yaml; "{}" marks the path
@@ -104,6 +108,14 @@ var fuzzRoutes = []fuzzRoute{
 	// Added routes go last: the corpus names routes by index.
 	{"GET", "/v1/invoices/{}/pdf", idInvoice},
 	{"GET", "/invoices/{}/pdf", idInvoice},
+	{"POST", "/v1/invoices/{}/payments", idIssued},
+	{"GET", "/v1/invoices/{}/payments", idIssued},
+	{"POST", "/v1/payments/{}/reverse", idPayment},
+	{"POST", "/v1/invoices/{}/credit-notes", idIssued},
+	{"GET", "/v1/invoices/{}/credit-notes", idIssued},
+	{"GET", "/v1/credit-notes/{}", idCreditNote},
+	{"GET", "/v1/credit-notes/{}/pdf", idCreditNote},
+	{"GET", "/v1/reports/receivables", idNone},
 }
 
 // fuzzInput is one fuzzed request.
@@ -130,6 +142,9 @@ type fuzzEnv struct {
 	user      string
 	token     string
 	rule      string
+	issued    string
+	payment   string
+	credit    string
 	capNames  []string
 	client    *http.Client
 	stackLike *regexp.Regexp
@@ -214,7 +229,32 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 	resp.JSON(t, &policy)
 	require.NotEmpty(t, policy.Rules)
 	env.rule = policy.Rules[0].ID
+	env.settle(t, clerk, approver)
 	return env
+}
+
+// settle issues an invoice with a payment and a credit note on it, for
+// the routes of payments and credit notes to aim at.
+func (env *fuzzEnv) settle(t testing.TB, clerk, approver string) {
+	t.Helper()
+	h := env.h
+	env.issued = invoicetest.Issued(context.Background(), t, h.Pool, invoicetest.DraftOpts{}).ID.String()
+	var out struct{ ID string }
+	resp := h.Do(t, "POST", "/v1/invoices/"+env.issued+"/payments", clerk, map[string]any{
+		"amount": 1000, "received_on": time.Now().UTC().Format(time.DateOnly), "method": "card"})
+	require.Equal(t, 201, resp.StatusCode, string(resp.Body))
+	resp.JSON(t, &out)
+	env.payment = out.ID
+	credit := map[string]any{"reason": "fuzz", "amount": 500}
+	resp = h.Do(t, "POST", "/v1/invoices/"+env.issued+"/credit-notes", clerk, credit)
+	require.Equal(t, 403, resp.StatusCode, string(resp.Body))
+	id, _ := resp.Problem(t)["approval_id"].(string)
+	resp = h.Do(t, "POST", "/v1/approvals/"+id+"/approve", approver, nil)
+	require.Equal(t, 200, resp.StatusCode, string(resp.Body))
+	resp = h.Do(t, "POST", "/v1/invoices/"+env.issued+"/credit-notes", clerk, credit)
+	require.Equal(t, 201, resp.StatusCode, string(resp.Body))
+	resp.JSON(t, &out)
+	env.credit = out.ID
 }
 
 // fingerprint summarises every row a refused request must not write, the
@@ -235,7 +275,9 @@ func (env *fuzzEnv) fingerprint(t testing.TB) string {
 		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM users),
 		(SELECT count(*) FILTER (WHERE revoked_at IS NOT NULL) FROM api_tokens),
 		(SELECT count(*) FROM approval_policy_versions),
-		(SELECT count(*) || ':' || count(to_version) FROM approval_policy_rules)) || '#' || concat_ws('|',
+		(SELECT count(*) || ':' || count(to_version) FROM approval_policy_rules),
+		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM payments),
+		(SELECT count(*) FROM credit_notes)) || '#' || concat_ws('|',
 		(SELECT count(*) FROM audit_events),
 		(SELECT count(*) || ':' || count(*) FILTER (WHERE status IN ('pending', 'approved')) FROM approval_requests))`).Scan(&fp)
 	require.NoError(t, err)
@@ -271,6 +313,12 @@ func (env *fuzzEnv) pathFor(r fuzzRoute, in fuzzInput) string {
 			arg = env.token
 		case idRule:
 			arg = env.rule
+		case idIssued:
+			arg = env.issued
+		case idPayment:
+			arg = env.payment
+		case idCreditNote:
+			arg = env.credit
 		}
 	case in.idSel == 1:
 		arg = url.PathEscape(in.pathArg)
@@ -488,6 +536,32 @@ func fuzzSeeds() []fuzzInput {
 		add("GET", "/v1/approval-policy", 0, q, "")
 	}
 	add("POST", "/login", 3, "", "username=fz-admin&password=wrong")
+	for _, b := range []string{
+		`{"amount":100,"received_on":"2026-01-02","method":"cash","reference":"fz"}`,
+		`{"amount":0,"received_on":"2026-01-02","method":"cash"}`,
+		`{"amount":100,"received_on":"2999-01-02","method":"cash"}`,
+		`{"amount":100,"received_on":"2026-02-30","method":"wire"}`,
+		`{"amount":100,"received_on":"2026-01-02","method":"cash","currency":"JPY"}`,
+		`{"amount":9007199254740993,"received_on":"2026-01-02","method":"cash"}`,
+	} {
+		add("POST", "/v1/invoices/{}/payments", 1, "", b)
+	}
+	for _, b := range []string{
+		`{"reason":"fz","amount":100}`, `{"reason":"fz","amount":100,"lines":[{"position":0,"quantity":1}]}`,
+		`{"reason":"fz","lines":[{"position":0,"quantity":99}]}`, `{"reason":"fz","lines":[{"position":7,"quantity":1}]}`,
+		`{"reason":"fz","amount":-1}`, `{"reason":"","amount":1}`, `{"amount":1}`,
+	} {
+		add("POST", "/v1/invoices/{}/credit-notes", 1, "", b)
+	}
+	for _, b := range []string{`{"reason":"bounced"}`, `{"reason":""}`, `{}`, `{"reason":"x","extra":1}`} {
+		add("POST", "/v1/payments/{}/reverse", 1, "", b)
+	}
+	for _, q := range []string{"by=customer", "by=customer&limit=1", "by=region", "cursor=abc", "by=customer&cursor=eyJ4IjoxfQ", "limit=0"} {
+		add("GET", "/v1/reports/receivables", 0, q, "")
+	}
+	for _, q := range []string{"overdue=true", "overdue=false", "overdue=yes", "overdue=1"} {
+		add("GET", "/v1/invoices", 0, q, "")
+	}
 	seeds = append(seeds,
 		fuzzInput{route: routeIdx("PATCH", "/v1/customers/{}"), role: 1, body: []byte(`{"name":"New"}`), ifMatch: `"1"`, contentType: "application/json"},
 		fuzzInput{route: routeIdx("PATCH", "/v1/customers/{}"), role: 1, body: []byte(`{"name":"New"}`), ifMatch: `"99999999999999999999999"`, contentType: "application/json"},
