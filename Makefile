@@ -16,6 +16,8 @@ build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/invoiced
 
 ## run: create the database if missing, migrate, create a first admin if there is none, serve.
+## Documents name a placeholder seller unless INVOICED_SELLER_NAME is set.
+run: export INVOICED_SELLER_NAME ?= Example Seller
 run: build
 	@scripts/dev-db.sh
 	$(BIN) migrate up
