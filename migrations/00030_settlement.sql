@@ -216,7 +216,7 @@ BEGIN
 END;
 $$;
 -- +goose StatementEnd
-CREATE CONSTRAINT TRIGGER invoices_settlement_check AFTER UPDATE OF amount_paid, amount_credited ON invoices
+CREATE CONSTRAINT TRIGGER invoices_settlement_check AFTER INSERT OR UPDATE OF amount_paid, amount_credited ON invoices
     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION settlement_check();
 CREATE CONSTRAINT TRIGGER payments_settlement_check AFTER INSERT OR UPDATE ON payments
     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION settlement_check();
