@@ -151,26 +151,18 @@ func queryValue(k, v string) any {
 	return v
 }
 
+// created runs name on the request's body and answers 201, with the
+// Location of the new resource (under location) when it has one.
 func (h *Handler) created(c echo.Context, name, location string) error {
 	in, err := body(c, "", uuid.Nil)
 	if err != nil {
 		return err
 	}
-	out, err := h.Caps.Run(c, name, in, capability.PathREST)
-	if err != nil {
-		return err
-	}
-	if v, ok := out.(interface{ locationID() string }); ok {
-		c.Response().Header().Set(echo.HeaderLocation, location+v.locationID())
-	}
-	return caphttp.Respond(c, http.StatusCreated, out)
+	return h.respondCreated(c, name, in, location)
 }
-func (c *Customer) locationID() string  { return c.ID.String() }
-func (inv *Invoice) locationID() string { return inv.ID.String() }
 
-// createdUnder runs name on what the path's {id} is (key in the input)
-// and answers 201, with the Location under location when the output
-// has its own resource.
+// createdUnder is created of something the path's {id} holds: key (its
+// member in the input) is that id.
 func (h *Handler) createdUnder(c echo.Context, name, key, what, location string) error {
 	id, err := pathID(c, what)
 	if err != nil {
@@ -180,6 +172,10 @@ func (h *Handler) createdUnder(c echo.Context, name, key, what, location string)
 	if err != nil {
 		return err
 	}
+	return h.respondCreated(c, name, in, location)
+}
+
+func (h *Handler) respondCreated(c echo.Context, name string, in *jsondoc.Doc, location string) error {
 	out, err := h.Caps.Run(c, name, in, capability.PathREST)
 	if err != nil {
 		return err
@@ -189,6 +185,9 @@ func (h *Handler) createdUnder(c echo.Context, name, key, what, location string)
 	}
 	return caphttp.Respond(c, http.StatusCreated, out)
 }
+
+func (c *Customer) locationID() string  { return c.ID.String() }
+func (inv *Invoice) locationID() string { return inv.ID.String() }
 
 // CustomerCreate serves POST /v1/customers.
 func (h *Handler) CustomerCreate(c echo.Context) error {

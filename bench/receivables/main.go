@@ -25,11 +25,10 @@ import (
 
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/internal/benchkit"
 	"github.com/invoiced/invoiced/invoices"
-	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/store"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -55,7 +54,7 @@ func parseFlags() (options, error) {
 		def = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 	}
 	flag.StringVar(&o.admin, "admin-url", def, "a URL whose user may CREATE DATABASE (and is a superuser: the load skips triggers)")
-	flag.StringVar(&o.dbName, "db", "invoiced_bench_receivables", "the benchmark database (recreated per size, dropped at the end)")
+	flag.StringVar(&o.dbName, "db", "invoiced_bench_receivables", "the benchmark database (created per size, dropped once measured)")
 	sizes := flag.String("sizes", "1000,1000000", "invoice counts")
 	flag.IntVar(&o.n, "n", 40, "timed requests per measurement")
 	flag.IntVar(&o.deep, "deep", 20, "the page of the overdue list measured as deep")
@@ -94,28 +93,20 @@ func run() error {
 		results = append(results, r)
 	}
 	print(results)
-	return dropDB(ctx, o.admin, o.dbName)
-}
-
-// dropDB drops the benchmark database: a million invoices are half a
-// gigabyte of someone's disk.
-func dropDB(ctx context.Context, admin, name string) error {
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`)
-	return err
+	return nil
 }
 
 // measure loads size invoices into a fresh database, serves it, and times
 // each request o.n times after a warm-up.
 func measure(ctx context.Context, o options, size int) (result, error) {
-	dbURL, err := freshDB(ctx, o.admin, o.dbName)
+	// A million invoices are half a gigabyte of a shared disk: dropped
+	// once measured.
+	benchkit.DropDB(ctx, o.admin, o.dbName)
+	dbURL, err := benchkit.CreateDB(ctx, o.admin, o.dbName)
 	if err != nil {
 		return result{}, err
 	}
+	defer benchkit.DropDB(context.Background(), o.admin, o.dbName)
 	pool, err := store.Open(ctx, store.PoolConfig{URL: dbURL})
 	if err != nil {
 		return result{}, err
@@ -151,37 +142,6 @@ func measure(ctx context.Context, o options, size int) (result, error) {
 	r.pages = pages
 	r.listDeep, err = c.time(o.n, "/v1/invoices?overdue=true&limit=100&cursor="+url.QueryEscape(deep))
 	return r, err
-}
-
-func freshDB(ctx context.Context, admin, name string) (string, error) {
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close(ctx)
-	ident := pgx.Identifier{name}.Sanitize()
-	if _, err := conn.Exec(ctx, `DROP DATABASE IF EXISTS `+ident+` WITH (FORCE)`); err != nil {
-		return "", err
-	}
-	if _, err := conn.Exec(ctx, `CREATE DATABASE `+ident); err != nil {
-		return "", err
-	}
-	u, err := url.Parse(admin)
-	if err != nil {
-		return "", err
-	}
-	u.Path = "/" + name
-	sqlDB, err := migrations.Open(u.String())
-	if err != nil {
-		return "", err
-	}
-	defer sqlDB.Close()
-	prov, err := migrations.NewProvider(sqlDB, nil)
-	if err != nil {
-		return "", err
-	}
-	_, err = prov.Up(ctx)
-	return u.String(), err
 }
 
 // serve runs the whole service on a local port, in Europe/Berlin, and
