@@ -536,6 +536,23 @@ func fuzzSeeds() []fuzzInput {
 		add("GET", "/v1/approval-policy", 0, q, "")
 	}
 	add("POST", "/login", 3, "", "username=fz-admin&password=wrong")
+	settlementSeeds(add)
+	seeds = append(seeds,
+		fuzzInput{route: routeIdx("PATCH", "/v1/customers/{}"), role: 1, body: []byte(`{"name":"New"}`), ifMatch: `"1"`, contentType: "application/json"},
+		fuzzInput{route: routeIdx("PATCH", "/v1/customers/{}"), role: 1, body: []byte(`{"name":"New"}`), ifMatch: `"99999999999999999999999"`, contentType: "application/json"},
+		fuzzInput{route: routeIdx("PATCH", "/v1/invoices/{}"), role: 1, body: []byte(`{"memo":"x"}`), ifMatch: `W/"1"`, contentType: "application/json"},
+		fuzzInput{route: routeIdx("POST", "/v1/customers"), role: 1, body: []byte(`{"name":"Acme","currency":"EUR"}`), idemKey: strings.Repeat("k", 300), contentType: "application/json"},
+		fuzzInput{route: routeIdx("POST", "/v1/customers"), role: 1, body: []byte(`{"name":"Acme","currency":"EUR"}`), contentType: "text/plain"},
+		fuzzInput{route: routeIdx("POST", "/v1/customers"), role: 1, body: []byte(`name=Acme&currency=EUR`), contentType: "application/x-www-form-urlencoded"},
+		fuzzInput{route: routeIdx("POST", "/v1/invoices/{}/issue"), role: 0, ifMatch: `"abc"`},
+		fuzzInput{route: routeIdx("DELETE", "/v1/invoices/{}"), role: 1, ifMatch: `*`},
+		fuzzInput{route: routeIdx("GET", "/static/{}"), role: 3, idSel: 2, pathArg: "../../../etc/passwd"},
+	)
+	return seeds
+}
+
+// settlementSeeds adds seeds for payments, credit notes and what is owed.
+func settlementSeeds(add func(method, path string, role uint8, query, body string)) {
 	for _, b := range []string{
 		`{"amount":100,"received_on":"2026-01-02","method":"cash","reference":"fz"}`,
 		`{"amount":0,"received_on":"2026-01-02","method":"cash"}`,
@@ -562,18 +579,6 @@ func fuzzSeeds() []fuzzInput {
 	for _, q := range []string{"overdue=true", "overdue=false", "overdue=yes", "overdue=1"} {
 		add("GET", "/v1/invoices", 0, q, "")
 	}
-	seeds = append(seeds,
-		fuzzInput{route: routeIdx("PATCH", "/v1/customers/{}"), role: 1, body: []byte(`{"name":"New"}`), ifMatch: `"1"`, contentType: "application/json"},
-		fuzzInput{route: routeIdx("PATCH", "/v1/customers/{}"), role: 1, body: []byte(`{"name":"New"}`), ifMatch: `"99999999999999999999999"`, contentType: "application/json"},
-		fuzzInput{route: routeIdx("PATCH", "/v1/invoices/{}"), role: 1, body: []byte(`{"memo":"x"}`), ifMatch: `W/"1"`, contentType: "application/json"},
-		fuzzInput{route: routeIdx("POST", "/v1/customers"), role: 1, body: []byte(`{"name":"Acme","currency":"EUR"}`), idemKey: strings.Repeat("k", 300), contentType: "application/json"},
-		fuzzInput{route: routeIdx("POST", "/v1/customers"), role: 1, body: []byte(`{"name":"Acme","currency":"EUR"}`), contentType: "text/plain"},
-		fuzzInput{route: routeIdx("POST", "/v1/customers"), role: 1, body: []byte(`name=Acme&currency=EUR`), contentType: "application/x-www-form-urlencoded"},
-		fuzzInput{route: routeIdx("POST", "/v1/invoices/{}/issue"), role: 0, ifMatch: `"abc"`},
-		fuzzInput{route: routeIdx("DELETE", "/v1/invoices/{}"), role: 1, ifMatch: `*`},
-		fuzzInput{route: routeIdx("GET", "/static/{}"), role: 3, idSel: 2, pathArg: "../../../etc/passwd"},
-	)
-	return seeds
 }
 
 // FuzzAPI sends fuzzed requests to every route of openapi/openapi.yaml and

@@ -87,6 +87,23 @@ func TestConcurrentCreditNotesNeverExceedTheTotal(t *testing.T) {
 	require.EqualValues(t, total/amount, numbers)
 }
 
+// issuedInBulk inserts n issued invoices of 1.00 in one statement: 2,000
+// round trips would dominate the test.
+func issuedInBulk(ctx context.Context, t *testing.T, pool *pgxpool.Pool, n int) []uuid.UUID {
+	t.Helper()
+	c := invoicetest.Customer(ctx, t, pool, invoicetest.CustomerOpts{})
+	ids := make([]uuid.UUID, n)
+	for i := range ids {
+		ids[i] = uuid.Must(uuid.NewV7())
+	}
+	_, err := pool.Exec(ctx, `
+		INSERT INTO invoices (id, customer_id, status, number, currency, subtotal, tax_total, total, issued_at, bill_to, created_at, updated_at)
+		SELECT id, $2, 'issued', 'INV-T-' || n, 'EUR', 100, 0, 100, now(), '{"name": "Acme GmbH", "email": ""}', now(), now()
+		FROM unnest($1::uuid[]) WITH ORDINALITY AS x(id, n)`, ids, c.ID)
+	require.NoError(t, err)
+	return ids
+}
+
 var errCreditRollback = errors.New("forced rollback after taking a credit note number")
 
 // TestGaplessCreditNoteNumbers: 2,000 credit notes from 32 goroutines, a
@@ -107,19 +124,9 @@ func TestGaplessCreditNoteNumbers(t *testing.T) {
 	t.Cleanup(pool.Close)
 	ctx := context.Background()
 
-	c := invoicetest.Customer(ctx, t, pool, invoicetest.CustomerOpts{})
 	u, err := identity.UserCreate(ctx, pool, identity.UserCreateParams{Username: "clara", DisplayName: "Clara", Role: identity.RoleClerk})
 	require.NoError(t, err)
-	ids := make([]uuid.UUID, attempts)
-	for i := range ids {
-		ids[i] = uuid.Must(uuid.NewV7())
-	}
-	// Issued invoices of 1.00 in one statement.
-	_, err = pool.Exec(ctx, `
-		INSERT INTO invoices (id, customer_id, status, number, currency, subtotal, tax_total, total, issued_at, bill_to, created_at, updated_at)
-		SELECT id, $2, 'issued', 'INV-T-' || n, 'EUR', 100, 0, 100, now(), '{"name": "Acme GmbH", "email": ""}', now(), now()
-		FROM unnest($1::uuid[]) WITH ORDINALITY AS x(id, n)`, ids, c.ID)
-	require.NoError(t, err)
+	ids := issuedInBulk(ctx, t, pool, attempts)
 
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	jobs := make(chan int)
