@@ -83,11 +83,27 @@ func Transition(current Status, action Action) (Status, error) {
 		for i, st := range t.from {
 			from[i] = string(st)
 		}
+		article, what := "a", strings.Join(from, " or ")
+		if strings.ContainsAny(what[:1], "aeiou") {
+			article = "an"
+		}
+		phrase, ok := actionPhrases[action]
+		if !ok {
+			phrase = string(action)
+		}
 		e := problem.Conflict(CodeInvalidTransition,
-			fmt.Sprintf("the invoice is %s; only a %s invoice can %s", current, strings.Join(from, " or "), action))
+			fmt.Sprintf("the invoice is %s; only %s %s invoice can %s", current, article, what, phrase))
 		return "", e.With("current_status", string(current))
 	}
 	return t.to, nil
+}
+
+// actionPhrases say what an action does where its name does not read as
+// a verb.
+var actionPhrases = map[Action]string{
+	ActionRecordPayment:  "take a payment",
+	ActionReversePayment: "have a payment reversed",
+	ActionCredit:         "be credited",
 }
 
 // Customer is someone invoices are addressed to.
