@@ -275,8 +275,12 @@ func (h *Handler) staleness(ctx context.Context, a *approvals.Approval) (bool, s
 		return true, "The invoice changed after this request was made, so this request is superseded. What is shown is the old version; a new request is created when the invoice is issued again."
 	}
 	if cur, ok := h.currentVersion(ctx, a); ok && cur != a.Target.Version && a.Status.Open() {
+		effect := "issued"
+		if a.Capability == invoices.CapIssueCreditNote {
+			effect = "credited"
+		}
 		return true, "The invoice has changed since this request was made (version " +
-			itoa(a.Target.Version) + " then, " + itoa(cur) + " now). Approving it will not let the changed invoice be issued."
+			itoa(a.Target.Version) + " then, " + itoa(cur) + " now). Approving it will not let the changed invoice be " + effect + "."
 	}
 	return false, ""
 }
