@@ -260,4 +260,12 @@ func TestCreditNoteGate(t *testing.T) {
 	p := requireProblem(t, b.h.Do(t, http.MethodPost, "/v1/invoices/"+big.ID.String()+"/credit-notes", b.clerk,
 		map[string]any{"reason": "defects", "amount": 1_000_000}), http.StatusForbidden, approvals.CodeApprovalRequired)
 	require.EqualValues(t, 2, p["required_approvals"])
+
+	// The policy takes credit notes as it takes any consequential call: a
+	// euro tier of its own replaces the seed for euros.
+	r = b.h.Do(t, http.MethodPost, "/v1/approval-policy/rules", b.admin,
+		map[string]any{"capability": "issue-credit-note", "currency": "EUR", "min_amount": 100, "approvers": 2})
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	p = requireProblem(t, rest(b.clerk, map[string]any{"reason": "small", "amount": 150}), http.StatusForbidden, approvals.CodeApprovalRequired)
+	require.EqualValues(t, 2, p["required_approvals"])
 }
