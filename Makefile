@@ -10,12 +10,14 @@ DATABASE_URL ?= $(PGHOST_URL)/invoiced?sslmode=disable
 INVOICED_TEST_DATABASE_URL ?= $(PGHOST_URL)/postgres?sslmode=disable
 export DATABASE_URL INVOICED_TEST_DATABASE_URL
 
-.PHONY: build run test vet bench-testdb bench-issue bench-chat bench-chat-long bench-mcp bench-pdf clean
+.PHONY: build run test vet bench-testdb bench-issue bench-chat bench-chat-long bench-mcp bench-pdf bench-receivables clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/invoiced
 
 ## run: create the database if missing, migrate, create a first admin if there is none, serve.
+## Documents name a placeholder seller unless INVOICED_SELLER_NAME is set.
+run: export INVOICED_SELLER_NAME ?= Example Seller
 run: build
 	@scripts/dev-db.sh
 	$(BIN) migrate up
@@ -54,6 +56,12 @@ bench-mcp:
 
 ## bench-pdf: render a one-page invoice PDF: ms per document, and documents/s on 2 cores.
 bench-pdf:
+	$(GO) test -run '^$$' -bench BenchmarkRender -benchtime 3s -cpu 2 ./document/
+
+## bench-receivables: the receivables report and the ?overdue=true list over HTTP at 10^3 and 10^6 invoices
+## (10 % open), then the one-page PDF render (as bench-pdf). BENCHMARKS.md.
+bench-receivables:
+	$(GO) run ./bench/receivables -admin-url "$(INVOICED_TEST_DATABASE_URL)" $(BENCH_RECEIVABLES_FLAGS)
 	$(GO) test -run '^$$' -bench BenchmarkRender -benchtime 3s -cpu 2 ./document/
 
 clean:

@@ -18,6 +18,7 @@ import (
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/invoiced/invoiced/openapi"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop/model"
@@ -44,6 +45,9 @@ const (
 	// idWebhookDelivery aims at a UUID that names no delivery (the setup
 	// makes none): its routes answer 404, or their refusals.
 	idWebhookDelivery
+	idIssued
+	idPayment
+	idCreditNote
 )
 
 // fuzzRoute is one route of openapi/openapi.yaml; "{}" marks the path
@@ -120,6 +124,14 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/v1/webhook-endpoints/{}/deliveries", idWebhookEndpoint},
 	{"GET", "/v1/webhook-deliveries/{}", idWebhookDelivery},
 	{"POST", "/v1/webhook-deliveries/{}/redeliver", idWebhookDelivery},
+	{"POST", "/v1/invoices/{}/payments", idIssued},
+	{"GET", "/v1/invoices/{}/payments", idIssued},
+	{"POST", "/v1/payments/{}/reverse", idPayment},
+	{"POST", "/v1/invoices/{}/credit-notes", idIssued},
+	{"GET", "/v1/invoices/{}/credit-notes", idIssued},
+	{"GET", "/v1/credit-notes/{}", idCreditNote},
+	{"GET", "/v1/credit-notes/{}/pdf", idCreditNote},
+	{"GET", "/v1/reports/receivables", idNone},
 }
 
 // fuzzInput is one fuzzed request.
@@ -147,6 +159,9 @@ type fuzzEnv struct {
 	token     string
 	rule      string
 	endpoint  string
+	issued    string
+	payment   string
+	credit    string
 	capNames  []string
 	client    *http.Client
 	stackLike *regexp.Regexp
@@ -239,7 +254,32 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 	resp.JSON(t, &policy)
 	require.NotEmpty(t, policy.Rules)
 	env.rule = policy.Rules[0].ID
+	env.settle(t, clerk, approver)
 	return env
+}
+
+// settle issues an invoice with a payment and a credit note on it, for
+// the routes of payments and credit notes to aim at.
+func (env *fuzzEnv) settle(t testing.TB, clerk, approver string) {
+	t.Helper()
+	h := env.h
+	env.issued = invoicetest.Issued(context.Background(), t, h.Pool, invoicetest.DraftOpts{}).ID.String()
+	var out struct{ ID string }
+	resp := h.Do(t, "POST", "/v1/invoices/"+env.issued+"/payments", clerk, map[string]any{
+		"amount": 1000, "received_on": time.Now().UTC().Format(time.DateOnly), "method": "card"})
+	require.Equal(t, 201, resp.StatusCode, string(resp.Body))
+	resp.JSON(t, &out)
+	env.payment = out.ID
+	credit := map[string]any{"reason": "fuzz", "amount": 500}
+	resp = h.Do(t, "POST", "/v1/invoices/"+env.issued+"/credit-notes", clerk, credit)
+	require.Equal(t, 403, resp.StatusCode, string(resp.Body))
+	id, _ := resp.Problem(t)["approval_id"].(string)
+	resp = h.Do(t, "POST", "/v1/approvals/"+id+"/approve", approver, nil)
+	require.Equal(t, 200, resp.StatusCode, string(resp.Body))
+	resp = h.Do(t, "POST", "/v1/invoices/"+env.issued+"/credit-notes", clerk, credit)
+	require.Equal(t, 201, resp.StatusCode, string(resp.Body))
+	resp.JSON(t, &out)
+	env.credit = out.ID
 }
 
 // fingerprint summarises every row a refused request must not write, the
@@ -262,7 +302,9 @@ func (env *fuzzEnv) fingerprint(t testing.TB) string {
 		(SELECT count(*) FROM approval_policy_versions),
 		(SELECT count(*) || ':' || count(to_version) FROM approval_policy_rules),
 		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM webhook_endpoints),
-		(SELECT count(*) || ':' || coalesce(sum(attempts), 0) FROM webhook_deliveries)) || '#' || concat_ws('|',
+		(SELECT count(*) || ':' || coalesce(sum(attempts), 0) FROM webhook_deliveries),
+		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM payments),
+		(SELECT count(*) FROM credit_notes)) || '#' || concat_ws('|',
 		(SELECT count(*) FROM audit_events),
 		(SELECT count(*) || ':' || count(*) FILTER (WHERE status IN ('pending', 'approved')) FROM approval_requests))`).Scan(&fp)
 	require.NoError(t, err)
@@ -300,6 +342,12 @@ func (env *fuzzEnv) pathFor(r fuzzRoute, in fuzzInput) string {
 			arg = env.rule
 		case idWebhookEndpoint, idWebhookDelivery:
 			arg = env.endpoint
+		case idIssued:
+			arg = env.issued
+		case idPayment:
+			arg = env.payment
+		case idCreditNote:
+			arg = env.credit
 		}
 	case in.idSel == 1:
 		arg = url.PathEscape(in.pathArg)
@@ -517,6 +565,7 @@ func fuzzSeeds() []fuzzInput {
 		add("GET", "/v1/approval-policy", 0, q, "")
 	}
 	add("POST", "/login", 3, "", "username=fz-admin&password=wrong")
+	settlementSeeds(add)
 	seeds = append(seeds,
 		fuzzInput{route: routeIdx("PATCH", "/v1/customers/{}"), role: 1, body: []byte(`{"name":"New"}`), ifMatch: `"1"`, contentType: "application/json"},
 		fuzzInput{route: routeIdx("PATCH", "/v1/customers/{}"), role: 1, body: []byte(`{"name":"New"}`), ifMatch: `"99999999999999999999999"`, contentType: "application/json"},
@@ -529,6 +578,36 @@ func fuzzSeeds() []fuzzInput {
 		fuzzInput{route: routeIdx("GET", "/static/{}"), role: 3, idSel: 2, pathArg: "../../../etc/passwd"},
 	)
 	return seeds
+}
+
+// settlementSeeds adds seeds for payments, credit notes and what is owed.
+func settlementSeeds(add func(method, path string, role uint8, query, body string)) {
+	for _, b := range []string{
+		`{"amount":100,"received_on":"2026-01-02","method":"cash","reference":"fz"}`,
+		`{"amount":0,"received_on":"2026-01-02","method":"cash"}`,
+		`{"amount":100,"received_on":"2999-01-02","method":"cash"}`,
+		`{"amount":100,"received_on":"2026-02-30","method":"wire"}`,
+		`{"amount":100,"received_on":"2026-01-02","method":"cash","currency":"JPY"}`,
+		`{"amount":9007199254740993,"received_on":"2026-01-02","method":"cash"}`,
+	} {
+		add("POST", "/v1/invoices/{}/payments", 1, "", b)
+	}
+	for _, b := range []string{
+		`{"reason":"fz","amount":100}`, `{"reason":"fz","amount":100,"lines":[{"position":0,"quantity":1}]}`,
+		`{"reason":"fz","lines":[{"position":0,"quantity":99}]}`, `{"reason":"fz","lines":[{"position":7,"quantity":1}]}`,
+		`{"reason":"fz","amount":-1}`, `{"reason":"","amount":1}`, `{"amount":1}`,
+	} {
+		add("POST", "/v1/invoices/{}/credit-notes", 1, "", b)
+	}
+	for _, b := range []string{`{"reason":"bounced"}`, `{"reason":""}`, `{}`, `{"reason":"x","extra":1}`} {
+		add("POST", "/v1/payments/{}/reverse", 1, "", b)
+	}
+	for _, q := range []string{"by=customer", "by=customer&limit=1", "by=region", "cursor=abc", "by=customer&cursor=eyJ4IjoxfQ", "limit=0"} {
+		add("GET", "/v1/reports/receivables", 0, q, "")
+	}
+	for _, q := range []string{"overdue=true", "overdue=false", "overdue=yes", "overdue=1"} {
+		add("GET", "/v1/invoices", 0, q, "")
+	}
 }
 
 // FuzzAPI sends fuzzed requests to every route of openapi/openapi.yaml and

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/invoiced/invoiced/approvals"
@@ -29,15 +30,16 @@ func TestApprovalPolicyOverHTTP(t *testing.T) {
 	resp := g.h.Do(t, "GET", "/v1/approval-policy", g.adminTok, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
 	require.Equal(t, `"1"`, resp.Header.Get("ETag"))
-	seed := g.policy(t, "")
-	require.Len(t, seed.Rules, 1)
-	require.Equal(t, "*", seed.Rules[0].Currency)
+	policy := g.policy(t, "")
+	require.Len(t, policy.Rules, 2, "the seeds for issuing invoices and credit notes")
+	seed := policy.Rules[slices.IndexFunc(policy.Rules, func(r approvals.Rule) bool { return r.Capability == "issue-invoice" })]
+	require.Equal(t, "*", seed.Currency)
 
 	jpy := map[string]any{"capability": "issue-invoice", "currency": "JPY", "min_amount": 1_000_000, "approvers": 2}
 	for _, tok := range []string{g.clerkTok, g.bobTok} {
 		refusedWith(t, g.h.Do(t, "GET", "/v1/approval-policy", tok, nil), http.StatusForbidden, "FORBIDDEN")
 		refusedWith(t, g.h.Do(t, "POST", "/v1/approval-policy/rules", tok, jpy), http.StatusForbidden, "FORBIDDEN")
-		refusedWith(t, g.h.Do(t, "DELETE", "/v1/approval-policy/rules/"+seed.Rules[0].ID.String(), tok, nil), http.StatusForbidden, "FORBIDDEN")
+		refusedWith(t, g.h.Do(t, "DELETE", "/v1/approval-policy/rules/"+seed.ID.String(), tok, nil), http.StatusForbidden, "FORBIDDEN")
 	}
 
 	resp = g.h.Do(t, "POST", "/v1/approval-policy/rules", g.adminTok, jpy, "If-Match", `"1"`)
@@ -45,7 +47,7 @@ func TestApprovalPolicyOverHTTP(t *testing.T) {
 	require.Equal(t, `"2"`, resp.Header.Get("ETag"))
 	var v2 approvals.RuleSet
 	resp.JSON(t, &v2)
-	require.Len(t, v2.Rules, 2)
+	require.Len(t, v2.Rules, 3)
 	require.Equal(t, "ada", v2.ChangedBy.Username)
 
 	for name, tc := range map[string]struct {
@@ -79,11 +81,11 @@ func TestApprovalPolicyOverHTTP(t *testing.T) {
 	refusedWith(t, g.h.Do(t, "GET", "/v1/approval-policy?version=0", g.adminTok, nil), http.StatusUnprocessableEntity, "VALIDATION_FAILED")
 	refusedWith(t, g.h.Do(t, "GET", "/v1/approval-policy?version=9", g.adminTok, nil), http.StatusNotFound, "NOT_FOUND")
 
-	resp = g.h.Do(t, "DELETE", "/v1/approval-policy/rules/"+seed.Rules[0].ID.String(), g.adminTok, nil, "If-Match", `"2"`)
+	resp = g.h.Do(t, "DELETE", "/v1/approval-policy/rules/"+seed.ID.String(), g.adminTok, nil, "If-Match", `"2"`)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
 	require.Equal(t, `"3"`, resp.Header.Get("ETag"))
-	require.Len(t, g.policy(t, "").Rules, 1)
-	require.Len(t, g.policy(t, "?version=2").Rules, 2, "version 2 reads back as it was")
+	require.Len(t, g.policy(t, "").Rules, 2)
+	require.Len(t, g.policy(t, "?version=2").Rules, 3, "version 2 reads back as it was")
 }
 
 // Done-when over HTTP: a ¥1,000,000 rule and a €10,000 rule side by side;

@@ -44,7 +44,7 @@ func (a *App) Routes(e *echo.Echo) {
 	v1.GET("/capabilities", caps.List)
 	v1.POST("/capabilities/:name/invoke", caps.Invoke)
 
-	inv := &invoices.Handler{Caps: caps, Seller: a.seller}
+	inv := &invoices.Handler{Caps: caps, Seller: a.seller, DB: a.pool}
 	v1.POST("/customers", inv.CustomerCreate)
 	v1.GET("/customers", inv.CustomerList)
 	v1.GET("/customers/:id", inv.CustomerGet)
@@ -58,6 +58,14 @@ func (a *App) Routes(e *echo.Echo) {
 	v1.POST("/invoices/:id/issue", inv.InvoiceIssue)
 	v1.POST("/invoices/:id/void", inv.InvoiceVoid)
 	v1.POST("/invoices/:id/mark-paid", inv.InvoiceMarkPaid)
+	v1.POST("/invoices/:id/credit-notes", inv.CreditNoteIssue)
+	v1.GET("/invoices/:id/credit-notes", inv.CreditNoteList)
+	v1.GET("/credit-notes/:id", inv.CreditNoteGet)
+	v1.GET("/credit-notes/:id/pdf", inv.CreditNotePDF)
+	v1.POST("/invoices/:id/payments", inv.PaymentRecord)
+	v1.GET("/invoices/:id/payments", inv.PaymentList)
+	v1.POST("/payments/:id/reverse", inv.PaymentReverse)
+	v1.GET("/reports/receivables", inv.Receivables)
 
 	ap := &approvals.Handler{Svc: a.approvalSvc, Hub: a.approvalHub, Heartbeat: a.eventsHeartbeat}
 	v1.GET("/approvals", ap.List)

@@ -19,7 +19,8 @@ func tier(capName, currency string, minAmount, minMajor *int64, approvers int) a
 // The seed of migration 00012 is the policy before it was data: issuing at
 // or above 10,000 major units of the invoice's currency needs two
 // approvers, a credit as much as a charge, an unknown currency the quorum,
-// deleting one approver.
+// deleting one approver. Migration 00030 gives issuing a credit note the
+// same tier.
 func TestSeededPolicyIsTheQuorumOfBefore(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -27,11 +28,12 @@ func TestSeededPolicyIsTheQuorumOfBefore(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, set.Version)
 	require.Nil(t, set.ChangedBy, "the migration made version 1")
-	require.Len(t, set.Rules, 1)
-	seed := set.Rules[0]
-	require.Equal(t, approvals.AnyCurrency, seed.Currency)
+	require.Len(t, set.Rules, 2)
+	seed := ruleFor(t, set, "issue-invoice", approvals.AnyCurrency, 10_000)
 	require.Nil(t, seed.MinAmount)
 	require.EqualValues(t, 10_000, *seed.MinAmountMajor)
+	credit := ruleFor(t, set, "issue-credit-note", approvals.AnyCurrency, 10_000)
+	require.Equal(t, seed.Approvers, credit.Approvers)
 	for _, tc := range []struct {
 		capName  string
 		amount   int64
@@ -47,6 +49,9 @@ func TestSeededPolicyIsTheQuorumOfBefore(t *testing.T) {
 		{"issue-invoice", 10_000_000, "BHD", 2},
 		{"issue-invoice", 1, "XXX", 2},
 		{"delete-invoice", 1 << 60, "EUR", 1},
+		{"issue-credit-note", 999_999, "EUR", 1},
+		{"issue-credit-note", 1_000_000, "EUR", 2},
+		{"issue-credit-note", 10_000, "JPY", 2},
 	} {
 		require.Equal(t, tc.want, set.Required(tc.capName, tc.amount, tc.currency).Approvers, "%+v", tc)
 	}

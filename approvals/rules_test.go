@@ -66,6 +66,7 @@ func TestPolicyYenAndEuroThresholdsSideBySide(t *testing.T) {
 	set := b.set(t, "issue-invoice", "EUR", minor(1_000_000), nil, 2)
 	require.EqualValues(t, 3, set.Version)
 	jpy, eur := ruleFor(t, set, "issue-invoice", "JPY", 1_000_000), ruleFor(t, set, "issue-invoice", "EUR", 1_000_000)
+	seed := ruleFor(t, set, "issue-invoice", approvals.AnyCurrency, 10_000)
 	for _, tc := range []struct {
 		target   string
 		amount   int64
@@ -79,7 +80,7 @@ func TestPolicyYenAndEuroThresholdsSideBySide(t *testing.T) {
 		{"eur-below", 999_999, "EUR", 1, nil},
 		{"eur-at", 1_000_000, "EUR", 2, &eur.ID},
 		{"usd-below", 999_999, "USD", 1, nil},
-		{"usd-at", 1_000_000, "USD", 2, &set.Rules[0].ID},
+		{"usd-at", 1_000_000, "USD", 2, &seed.ID},
 	} {
 		b.targetIn(t, tc.target, tc.amount, tc.currency)
 		a := b.get(t, b.required(t, call(t, "issue-invoice", b.clerk, tc.target), tc.target))
@@ -113,7 +114,7 @@ func TestPolicyChangesAreVersionedAndAudited(t *testing.T) {
 	require.EqualValues(t, 2, v2.Version)
 	require.Equal(t, "admin", v2.ChangedBy.Username)
 	require.Equal(t, b.clock.Now(), v2.ChangedAt)
-	require.Len(t, v2.Rules, 2)
+	require.Len(t, v2.Rules, 3, "the seeds for invoices and credit notes, and EUR's")
 	require.Equal(t, v2, b.set(t, "issue-invoice", "EUR", minor(1_000_000), nil, 2), "the same rule again is no change")
 
 	v3 := b.set(t, "issue-invoice", "EUR", minor(1_000_000), nil, 3)
@@ -122,10 +123,10 @@ func TestPolicyChangesAreVersionedAndAudited(t *testing.T) {
 	require.NotEqual(t, eur2.ID, eur3.ID, "a change puts a new rule in force")
 	require.Equal(t, 3, eur3.Approvers)
 
-	v4, err := b.svc.PolicyDelete(b.ctx, b.admin, capability.PathREST, seed.Rules[0].ID, 0)
+	v4, err := b.svc.PolicyDelete(b.ctx, b.admin, capability.PathREST, ruleFor(t, seed, "issue-invoice", approvals.AnyCurrency, 10_000).ID, 0)
 	require.NoError(t, err)
 	require.EqualValues(t, 4, v4.Version)
-	require.Equal(t, []approvals.Rule{eur3}, v4.Rules)
+	require.Equal(t, []approvals.Rule{ruleFor(t, seed, "issue-credit-note", approvals.AnyCurrency, 10_000), eur3}, v4.Rules)
 
 	// Which rules were in force at each version.
 	for v, want := range map[int64][]approvals.Rule{1: seed.Rules, 2: v2.Rules, 3: v3.Rules, 4: v4.Rules} {
@@ -490,7 +491,7 @@ func TestConcurrentPolicyChangesMakeDistinctVersions(t *testing.T) {
 	}
 	set, err := b.svc.PolicyGet(b.ctx, 0)
 	require.NoError(t, err)
-	require.Len(t, set.Rules, n+1)
+	require.Len(t, set.Rules, n+2, "the seeds for invoices and credit notes, and n")
 	require.Equal(t, n, b.count(t, `SELECT count(*) FROM audit_events WHERE event->>'type' = 'approval_policy.changed'`))
 	b.verify(t)
 }

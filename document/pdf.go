@@ -242,8 +242,8 @@ var english = message.NewPrinter(language.English)
 
 func quantity(q int64) string { return english.Sprint(number.Decimal(q)) }
 
-// percent renders basis points as a rate: 1900 is "19 %", 825 "8.25 %".
-func percent(bps int64) string {
+// Percent renders basis points as a rate: 1900 is "19 %", 825 "8.25 %".
+func Percent(bps int64) string {
 	s := fmt.Sprintf("%d.%02d", bps/100, bps%100)
 	return strings.TrimSuffix(strings.TrimRight(s, "0"), ".") + " %"
 }

@@ -39,6 +39,9 @@ var (
 	InvoiceVoided     = register("invoice.voided")
 	InvoicePaid       = register("invoice.paid")
 	InvoiceDeleted    = register("invoice.deleted")
+	CreditNoteIssued  = register("credit_note.issued")
+	PaymentRecorded   = register("payment.recorded")
+	PaymentReversed   = register("payment.reversed")
 )
 
 // Types returns every event type, in the order above.

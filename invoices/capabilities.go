@@ -55,7 +55,10 @@ func schema(s string) json.RawMessage { return json.RawMessage(s) }
 // Capabilities returns the invoicing capabilities over svc, for app/ to
 // register. Descriptions are written for a model to read.
 func Capabilities(svc *Service) []capability.Capability {
-	return describeOutputs(append(customerCapabilities(svc), invoiceCapabilities(svc)...))
+	caps := append(customerCapabilities(svc), invoiceCapabilities(svc)...)
+	caps = append(caps, paymentCapabilities(svc)...)
+	caps = append(caps, creditNoteCapabilities(svc)...)
+	return describeOutputs(append(caps, receivablesCapabilities(svc)...))
 }
 
 func customerCapabilities(svc *Service) []capability.Capability {
@@ -91,13 +94,14 @@ func invoiceCapabilities(svc *Service) []capability.Capability {
 	return []capability.Capability{
 		{Descriptor: capability.Descriptor{
 			Name:        CapListInvoices,
-			Description: "List invoices, oldest first, a page at a time, optionally filtered by status (draft, issued, paid, void), customer_id, exact number (e.g. INV-2026-000042) or creation time range (created_after inclusive, created_before exclusive, RFC 3339). Returns {data: [invoice], has_more, next_cursor}.",
+			Description: "List invoices, oldest first, a page at a time, optionally filtered by status (draft, issued, paid, void), customer_id, exact number (e.g. INV-2026-000042), creation time range (created_after inclusive, created_before exclusive, RFC 3339) or overdue (true: issued, still owing and past the due date). Each invoice has amount_paid, amount_credited and balance_due. Returns {data: [invoice], has_more, next_cursor}.",
 			InputSchema: schema(`{"type": "object", "additionalProperties": false, "properties": {
 				"status": {"type": "string", "enum": ["draft", "issued", "paid", "void"]},
 				"customer_id": ` + uuidSchema + `,
 				"number": {"type": "string", "maxLength": 64},
 				"created_after": {"type": "string", "format": "date-time"},
 				"created_before": {"type": "string", "format": "date-time"},
+				"overdue": {"type": "boolean", "description": "true: only invoices past their due date (in the business time zone) that still owe; false: all others"},
 				"limit": ` + limitSchema + `, "cursor": ` + cursorSchema + `}}`),
 			Risk: capability.RiskRead,
 		}, Handler: svc.InvoiceListAll},
@@ -125,13 +129,13 @@ func invoiceCapabilities(svc *Service) []capability.Capability {
 		}, Handler: svc.DraftUpdate},
 		{Descriptor: capability.Descriptor{
 			Name:        CapVoid,
-			Description: "Void an issued invoice that should not be paid (its number stays used). Only issued invoices can be voided; drafts are deleted instead. Returns the voided invoice.",
+			Description: "Void an issued invoice that should not be paid (its number stays used). Only issued invoices with nothing paid or credited can be voided (otherwise credit what is still owed with issue-credit-note); drafts are deleted instead. Returns the voided invoice.",
 			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["invoice_id"], "properties": {"invoice_id": ` + uuidSchema + `, "reason": {"type": "string", "format": "plain-text", "maxLength": 1000}}}`),
 			Risk:        capability.RiskBound,
 		}, Handler: svc.Void},
 		{Descriptor: capability.Descriptor{
 			Name:        CapMarkPaid,
-			Description: "Record that an issued invoice has been paid in full. Only issued invoices can be marked paid. Returns the paid invoice.",
+			Description: "Record that an issued invoice has been paid in full: a payment of its whole balance_due, received today (record-payment records one with its date, method and reference). Only issued invoices can be marked paid. Returns the paid invoice.",
 			InputSchema: schema(targetSchema),
 			Risk:        capability.RiskBound,
 		}, Handler: svc.MarkPaid},

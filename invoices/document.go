@@ -1,11 +1,21 @@
 package invoices
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"mime"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/store"
+	"github.com/labstack/echo/v4"
 )
 
 // CodeSellerNotConfigured is the 503 problem code of a document asked for
@@ -25,15 +35,23 @@ func RequireSeller(seller document.Party) error {
 	return nil
 }
 
+// Settlement is what moved an issued invoice's balance: its payments
+// (reversed ones included) and credit notes, oldest first.
+type Settlement struct {
+	Payments    []*Payment
+	CreditNotes []*CreditNote
+}
+
 // Document is inv as its PDF shows it, issued by seller. An issued
 // invoice bills whom it billed when it was issued (its bill_to); a draft
 // bills customer as they are now, is marked DRAFT and shows what it will
-// be once issued; a void invoice is marked VOID and owes nothing. A paid
-// invoice was paid in full on its paid_at date.
-func Document(inv *Invoice, customer *Customer, seller document.Party) *document.Document {
+// be once issued; a void invoice is marked VOID and owes nothing. Its
+// payments (a reversed one twice: received, then taken back), what its
+// credit notes took off and the balance due follow the totals.
+func Document(inv *Invoice, customer *Customer, seller document.Party, set Settlement) *document.Document {
 	d := &document.Document{
 		Kind: document.KindInvoice, ID: inv.ID.String(), Currency: inv.Currency, Seller: seller, Memo: inv.Memo,
-		Subtotal: inv.Subtotal, TaxTotal: inv.TaxTotal, Total: inv.Total,
+		Subtotal: inv.Subtotal, TaxTotal: inv.TaxTotal, Total: inv.Total, Credited: inv.AmountCredited,
 		Created: inv.CreatedAt, Modified: inv.UpdatedAt,
 	}
 	if inv.Number != nil {
@@ -55,18 +73,103 @@ func Document(inv *Invoice, customer *Customer, seller document.Party) *document
 	for i, l := range inv.Lines {
 		d.Lines[i] = document.Line(l)
 	}
-	balance := inv.Total
+	if n := creditNumbers(set.CreditNotes); n != "" {
+		d.Facts = append(d.Facts, document.Fact{Label: "Credit notes", Value: n})
+	}
+	d.Payments = paymentRows(set.Payments)
 	switch inv.Status {
 	case StatusDraft:
 		d.Mark, d.MarkNote = document.MarkDraft, "a preview as it will be issued; the number and issue date are assigned on issue."
 	case StatusVoid:
 		d.Mark, d.MarkNote = document.MarkVoid, "this invoice was voided and is not to be paid."
-	case StatusPaid:
-		d.Payments = []document.Payment{{Date: civil(*inv.PaidAt), Label: "Paid in full", Amount: inv.Total}}
-		balance = 0
 	}
 	if inv.Status != StatusVoid {
+		balance := inv.BalanceDue
 		d.Balance = &balance
+	}
+	return d
+}
+
+func creditNumbers(cns []*CreditNote) string {
+	n := make([]string, len(cns))
+	for i, cn := range cns {
+		n[i] = cn.Number
+	}
+	return strings.Join(n, ", ")
+}
+
+// methodLabels name the payment methods on a document; a payment by
+// another method is named by its reference ("Paid in full" for
+// mark-paid's), or "Payment".
+var methodLabels = map[Method]string{MethodBankTransfer: "Bank transfer", MethodCard: "Card", MethodCash: "Cash"}
+
+// paymentRows lists payments as received, and each reversed one again,
+// negative, on the day it was reversed.
+func paymentRows(ps []*Payment) []document.Payment {
+	var rows []document.Payment
+	for _, p := range ps {
+		label := methodLabels[p.Method]
+		switch {
+		case label == "" && p.Reference == "":
+			label = "Payment"
+		case label == "":
+			label = p.Reference
+		case p.Reference != "":
+			label += " · " + p.Reference
+		}
+		rows = append(rows, document.Payment{Date: p.ReceivedOn.Time, Label: label, Amount: p.Amount})
+		if p.ReversedAt != nil {
+			rows = append(rows, document.Payment{Date: civil(*p.ReversedAt), Label: "Reversed: " + deref(p.ReversalReason), Amount: -p.Amount})
+		}
+	}
+	return rows
+}
+
+// InvoiceDocument reads invoice id with what its document shows (its
+// customer while it is a draft, its payments and credit notes) in one
+// snapshot, and builds the document.
+func InvoiceDocument(ctx context.Context, db store.Executor, id uuid.UUID, seller document.Party) (*document.Document, *Invoice, error) {
+	var (
+		inv *Invoice
+		cu  *Customer
+		set Settlement
+	)
+	err := store.ReadSnapshot(ctx, db, func(db store.Executor) error {
+		var err error
+		if inv, err = InvoiceGetByID(ctx, db, id); err != nil {
+			return err
+		}
+		if inv.BillTo == nil {
+			if cu, err = CustomerGetByID(ctx, db, inv.CustomerID); err != nil {
+				return err
+			}
+		}
+		if set.Payments, err = PaymentsOf(ctx, db, id); err != nil {
+			return err
+		}
+		set.CreditNotes, err = CreditNoteList(ctx, db, id, page.Request{})
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return Document(inv, cu, seller, set), inv, nil
+}
+
+// CreditNoteDocument is cn as its PDF shows it, issued by seller to whom
+// its invoice billed: the invoice it credits, its reason, lines and
+// totals. A credit note owes nothing, so it has no balance.
+func CreditNoteDocument(cn *CreditNote, seller document.Party) *document.Document {
+	d := &document.Document{
+		Kind: document.KindCreditNote, ID: cn.ID.String(), Number: cn.Number, Currency: cn.Currency, Seller: seller,
+		BillTo:    document.Party{Name: cn.BillTo.Name, Email: cn.BillTo.Email},
+		IssueDate: civil(cn.IssuedAt), Facts: []document.Fact{{Label: "Credits invoice", Value: cn.InvoiceNumber}},
+		Memo: "Reason: " + cn.Reason, Subtotal: cn.Subtotal, TaxTotal: cn.TaxTotal, Total: cn.Total,
+		Created: cn.IssuedAt, Modified: cn.IssuedAt,
+	}
+	d.Lines = make([]document.Line, len(cn.Lines))
+	for i, l := range cn.Lines {
+		d.Lines[i] = document.Line(l.Line)
 	}
 	return d
 }
@@ -75,4 +178,92 @@ func Document(inv *Invoice, customer *Customer, seller document.Party) *document
 func civil(t time.Time) time.Time {
 	y, m, day := t.UTC().Date()
 	return time.Date(y, m, day, 0, 0, 0, 0, time.UTC)
+}
+
+// InvoicePDF serves GET /v1/invoices/{id}/pdf: the invoice as its PDF. It
+// is a rendering of get-invoice, not a capability of its own: it reads
+// the invoice through get-invoice, so whoever may read the invoice may
+// have its document, and an agent, which cannot use a PDF, reads the
+// JSON. The document's own read (the invoice with its customer, payments
+// and credit notes) is one snapshot.
+func (h *Handler) InvoicePDF(c echo.Context) error {
+	if err := RequireSeller(h.Seller); err != nil {
+		return err
+	}
+	id, err := pathID(c, "invoice")
+	if err != nil {
+		return err
+	}
+	if _, err := runRead[*Invoice](h, c, CapGetInvoice, "invoice_id", id); err != nil {
+		return err
+	}
+	d, _, err := InvoiceDocument(c.Request().Context(), h.DB, id, h.Seller)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "private, no-cache")
+	return WritePDF(c, d)
+}
+
+// CreditNotePDF serves GET /v1/credit-notes/{id}/pdf, a rendering of
+// get-credit-note. A credit note never changes, so neither do its bytes.
+func (h *Handler) CreditNotePDF(c echo.Context) error {
+	if err := RequireSeller(h.Seller); err != nil {
+		return err
+	}
+	id, err := pathID(c, "credit note")
+	if err != nil {
+		return err
+	}
+	cn, err := runRead[*CreditNote](h, c, CapGetCreditNote, "credit_note_id", id)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "private, no-cache")
+	return WritePDF(c, CreditNoteDocument(cn, h.Seller))
+}
+
+// runRead runs the read capability name on the object {key: id}.
+func runRead[T any](h *Handler, c echo.Context, name, key string, id uuid.UUID) (T, error) {
+	var zero T
+	in, err := capability.ParseInput([]byte(`{"` + key + `":"` + id.String() + `"}`))
+	if err != nil {
+		return zero, err
+	}
+	out, err := h.Caps.Run(c, name, in, capability.PathREST)
+	if err != nil {
+		return zero, err
+	}
+	return out.(T), nil
+}
+
+// WritePDF renders d and answers with it, shown inline and named by its
+// number (or draft-<id>). The ETag is a hash of the bytes, which are the
+// same for the same document, so a client holding them gets a 304.
+func WritePDF(c echo.Context, d *document.Document) error {
+	pdf, err := document.Render(d)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(pdf)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	hd := c.Response().Header()
+	hd.Set("ETag", etag)
+	hd.Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": d.FileName()}))
+	if noneMatch(c.Request().Header.Get("If-None-Match"), etag) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	return c.Blob(http.StatusOK, "application/pdf", pdf)
+}
+
+// noneMatch reports whether an If-None-Match header names etag (weakly
+// compared, as RFC 9110 §13.1.2 asks) or is "*".
+func noneMatch(header, etag string) bool {
+	for tag := range strings.SplitSeq(header, ",") {
+		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+		if tag == "*" || tag == etag {
+			return true
+		}
+	}
+	return false
 }

@@ -1,10 +1,7 @@
 package invoices
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +14,7 @@ import (
 	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
+	"github.com/invoiced/invoiced/store"
 	"github.com/labstack/echo/v4"
 )
 
@@ -28,6 +26,9 @@ type Handler struct {
 	Caps *caphttp.Handler
 	// Seller issues the documents (INVOICED_SELLER_*).
 	Seller document.Party
+	// DB is read for a document, after the capability the document
+	// renders allowed the read.
+	DB store.Executor
 }
 
 // body reads and parses the JSON object of a request (empty means {}),
@@ -91,23 +92,34 @@ func (h *Handler) run(c echo.Context, name, key, what string, status int) error 
 }
 
 // list builds a list capability's input from the query string: limit is
-// sent as a number when it is one (so the schema judges it), everything
-// else as a string; an unknown parameter is refused by the schema.
+// sent as a number when it is one and overdue as a boolean when it is one
+// (so the schema judges them), everything else as a string; an unknown
+// parameter is refused by the schema.
 func (h *Handler) list(c echo.Context, name string) error {
+	return h.listUnder(c, name, "", "")
+}
+
+// listUnder is list of what the path's {id} holds: key (its member in the
+// input) is that id, unless key is "".
+func (h *Handler) listUnder(c echo.Context, name, key, what string) error {
 	in := map[string]any{}
+	if key != "" {
+		id, err := pathID(c, what)
+		if err != nil {
+			return err
+		}
+		in[key] = id.String()
+	}
 	for k, vs := range c.QueryParams() {
 		v := vs[len(vs)-1]
 		// json.Marshal below would quietly turn bad bytes into U+FFFD.
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {
 			return problem.Invalid(strings.ToValidUTF8(k, "\ufffd"), "%s", jsondoc.InvalidUTF8.Message())
 		}
-		if k == "limit" {
-			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-				in[k] = n
-				continue
-			}
+		if k == key {
+			return problem.Invalid(key, "is taken from the path; leave it out of the query")
 		}
-		in[k] = v
+		in[k] = queryValue(k, v)
 	}
 	raw, err := json.Marshal(in)
 	if err != nil {
@@ -124,20 +136,56 @@ func (h *Handler) list(c echo.Context, name string) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+// queryValue is a query parameter as the schema should judge it.
+func queryValue(k, v string) any {
+	switch k {
+	case "limit":
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return n
+		}
+	case "overdue":
+		if v == "true" || v == "false" {
+			return v == "true"
+		}
+	}
+	return v
+}
+
+// created runs name on the request's body and answers 201, with the
+// Location of the new resource (under location) when it has one.
 func (h *Handler) created(c echo.Context, name, location string) error {
 	in, err := body(c, "", uuid.Nil)
 	if err != nil {
 		return err
 	}
+	return h.respondCreated(c, name, in, location)
+}
+
+// createdUnder is created of something the path's {id} holds: key (its
+// member in the input) is that id.
+func (h *Handler) createdUnder(c echo.Context, name, key, what, location string) error {
+	id, err := pathID(c, what)
+	if err != nil {
+		return err
+	}
+	in, err := body(c, key, id)
+	if err != nil {
+		return err
+	}
+	return h.respondCreated(c, name, in, location)
+}
+
+func (h *Handler) respondCreated(c echo.Context, name string, in *jsondoc.Doc, location string) error {
 	out, err := h.Caps.Run(c, name, in, capability.PathREST)
 	if err != nil {
 		return err
 	}
-	if v, ok := out.(interface{ locationID() string }); ok {
+	if v, ok := out.(interface{ locationID() string }); ok && location != "" {
 		c.Response().Header().Set(echo.HeaderLocation, location+v.locationID())
 	}
 	return caphttp.Respond(c, http.StatusCreated, out)
 }
+
 func (c *Customer) locationID() string  { return c.ID.String() }
 func (inv *Invoice) locationID() string { return inv.ID.String() }
 
@@ -197,74 +245,38 @@ func (h *Handler) InvoiceDelete(c echo.Context) error {
 	return h.run(c, CapDelete, "invoice_id", "invoice", http.StatusNoContent)
 }
 
-// InvoicePDF serves GET /v1/invoices/{id}/pdf: the invoice as its PDF. It
-// is a rendering of get-invoice (and, for a draft, which bills its
-// customer as they are now, of get-customer), not a capability of its
-// own: it reads through those, so whoever may read the invoice may have
-// its document, and an agent, which cannot use a PDF, reads the JSON.
-func (h *Handler) InvoicePDF(c echo.Context) error {
-	if err := RequireSeller(h.Seller); err != nil {
-		return err
-	}
-	id, err := pathID(c, "invoice")
-	if err != nil {
-		return err
-	}
-	inv, err := runRead[*Invoice](h, c, CapGetInvoice, "invoice_id", id)
-	if err != nil {
-		return err
-	}
-	var cu *Customer
-	if inv.BillTo == nil {
-		if cu, err = runRead[*Customer](h, c, CapGetCustomer, "customer_id", inv.CustomerID); err != nil {
-			return err
-		}
-	}
-	c.Response().Header().Set("Cache-Control", "private, no-cache")
-	return WritePDF(c, Document(inv, cu, h.Seller))
+// CreditNoteIssue serves POST /v1/invoices/{id}/credit-notes: 201 with
+// the credit note and its Location.
+func (h *Handler) CreditNoteIssue(c echo.Context) error {
+	return h.createdUnder(c, CapIssueCreditNote, "invoice_id", "invoice", "/v1/credit-notes/")
 }
 
-// runRead runs the read capability name on the object {key: id}.
-func runRead[T any](h *Handler, c echo.Context, name, key string, id uuid.UUID) (T, error) {
-	var zero T
-	in, err := capability.ParseInput([]byte(`{"` + key + `":"` + id.String() + `"}`))
-	if err != nil {
-		return zero, err
-	}
-	out, err := h.Caps.Run(c, name, in, capability.PathREST)
-	if err != nil {
-		return zero, err
-	}
-	return out.(T), nil
+// CreditNoteList serves GET /v1/invoices/{id}/credit-notes.
+func (h *Handler) CreditNoteList(c echo.Context) error {
+	return h.listUnder(c, CapListCreditNotes, "invoice_id", "invoice")
 }
 
-// WritePDF renders d and answers with it, shown inline and named by its
-// number (or draft-<id>). The ETag is a hash of the bytes, which are the
-// same for the same document, so a client holding them gets a 304.
-func WritePDF(c echo.Context, d *document.Document) error {
-	pdf, err := document.Render(d)
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256(pdf)
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	hd := c.Response().Header()
-	hd.Set("ETag", etag)
-	hd.Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": d.FileName()}))
-	if noneMatch(c.Request().Header.Get("If-None-Match"), etag) {
-		return c.NoContent(http.StatusNotModified)
-	}
-	return c.Blob(http.StatusOK, "application/pdf", pdf)
+// CreditNoteGet serves GET /v1/credit-notes/{id}.
+func (h *Handler) CreditNoteGet(c echo.Context) error {
+	return h.run(c, CapGetCreditNote, "credit_note_id", "credit note", http.StatusOK)
 }
 
-// noneMatch reports whether an If-None-Match header names etag (weakly
-// compared, as RFC 9110 §13.1.2 asks) or is "*".
-func noneMatch(header, etag string) bool {
-	for tag := range strings.SplitSeq(header, ",") {
-		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
-		if tag == "*" || tag == etag {
-			return true
-		}
-	}
-	return false
+// PaymentRecord serves POST /v1/invoices/{id}/payments: 201 with the
+// payment (which has no resource of its own: it is listed under its
+// invoice).
+func (h *Handler) PaymentRecord(c echo.Context) error {
+	return h.createdUnder(c, CapRecordPayment, "invoice_id", "invoice", "")
 }
+
+// PaymentList serves GET /v1/invoices/{id}/payments.
+func (h *Handler) PaymentList(c echo.Context) error {
+	return h.listUnder(c, CapListPayments, "invoice_id", "invoice")
+}
+
+// PaymentReverse serves POST /v1/payments/{id}/reverse.
+func (h *Handler) PaymentReverse(c echo.Context) error {
+	return h.run(c, CapReversePayment, "payment_id", "payment", http.StatusOK)
+}
+
+// Receivables serves GET /v1/reports/receivables.
+func (h *Handler) Receivables(c echo.Context) error { return h.list(c, CapReceivables) }

@@ -250,6 +250,8 @@ func TestCapabilitiesList(t *testing.T) {
 		"list-customers": "read", "get-customer": "read", "create-customer": "bound", "update-customer": "bound",
 		"list-invoices": "read", "get-invoice": "read", "create-draft-invoice": "bound", "update-draft-invoice": "bound",
 		"void-invoice": "bound", "mark-invoice-paid": "bound", "issue-invoice": "consequential", "delete-invoice": "consequential",
+		"record-payment": "bound", "reverse-payment": "bound", "list-payments": "read",
+		"issue-credit-note": "consequential", "list-credit-notes": "read", "get-credit-note": "read", "receivables-report": "read",
 	}, risks)
 
 	r = b.h.Do(t, http.MethodPost, "/v1/capabilities/no-such-thing/invoke", b.clerk, map[string]any{"input": map[string]any{}})

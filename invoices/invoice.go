@@ -7,6 +7,8 @@ package invoices
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,11 +35,14 @@ type Action string
 
 // The actions.
 const (
-	ActionUpdate   Action = "update"
-	ActionIssue    Action = "issue"
-	ActionVoid     Action = "void"
-	ActionMarkPaid Action = "mark-paid"
-	ActionDelete   Action = "delete"
+	ActionUpdate         Action = "update"
+	ActionIssue          Action = "issue"
+	ActionVoid           Action = "void"
+	ActionMarkPaid       Action = "mark-paid"
+	ActionDelete         Action = "delete"
+	ActionRecordPayment  Action = "record-payment"
+	ActionReversePayment Action = "reverse-payment"
+	ActionCredit         Action = "credit"
 )
 
 // CodeInvalidTransition is the 409 problem code of an action the invoice's
@@ -48,14 +53,22 @@ const CodeInvalidTransition = "INVALID_TRANSITION"
 // name the current version.
 const CodeVersionMismatch = capability.CodeVersionMismatch
 
-// transitions lists, per action, the one status it may start from and the
-// status it leads to (an empty target: the row goes away or stays).
-var transitions = map[Action]struct{ from, to Status }{
-	ActionUpdate:   {StatusDraft, StatusDraft},
-	ActionIssue:    {StatusDraft, StatusIssued},
-	ActionVoid:     {StatusIssued, StatusVoid},
-	ActionMarkPaid: {StatusIssued, StatusPaid},
-	ActionDelete:   {StatusDraft, ""},
+// transitions lists, per action, the statuses it may start from and the
+// status it leads to. An empty target: the row goes away (delete) or
+// stays, or, for what moves money, the status follows from the balance
+// (paid when nothing is owed, issued otherwise).
+var transitions = map[Action]struct {
+	from []Status
+	to   Status
+}{
+	ActionUpdate:         {[]Status{StatusDraft}, StatusDraft},
+	ActionIssue:          {[]Status{StatusDraft}, StatusIssued},
+	ActionVoid:           {[]Status{StatusIssued}, StatusVoid},
+	ActionMarkPaid:       {[]Status{StatusIssued}, StatusPaid},
+	ActionDelete:         {[]Status{StatusDraft}, ""},
+	ActionRecordPayment:  {[]Status{StatusIssued}, ""},
+	ActionReversePayment: {[]Status{StatusIssued, StatusPaid}, ""},
+	ActionCredit:         {[]Status{StatusIssued}, ""},
 }
 
 // Transition returns the status action leads to from current, or a 409
@@ -65,12 +78,32 @@ func Transition(current Status, action Action) (Status, error) {
 	if !ok {
 		return "", fmt.Errorf("invoices: unknown action %q", action)
 	}
-	if current != t.from {
+	if !slices.Contains(t.from, current) {
+		from := make([]string, len(t.from))
+		for i, st := range t.from {
+			from[i] = string(st)
+		}
+		article, what := "a", strings.Join(from, " or ")
+		if strings.ContainsAny(what[:1], "aeiou") {
+			article = "an"
+		}
+		phrase, ok := actionPhrases[action]
+		if !ok {
+			phrase = string(action)
+		}
 		e := problem.Conflict(CodeInvalidTransition,
-			fmt.Sprintf("the invoice is %s; only a %s invoice can %s", current, t.from, action))
+			fmt.Sprintf("the invoice is %s; only %s %s invoice can %s", current, article, what, phrase))
 		return "", e.With("current_status", string(current))
 	}
 	return t.to, nil
+}
+
+// actionPhrases say what an action does where its name does not read as
+// a verb.
+var actionPhrases = map[Action]string{
+	ActionRecordPayment:  "take a payment",
+	ActionReversePayment: "have a payment reversed",
+	ActionCredit:         "be credited",
 }
 
 // Customer is someone invoices are addressed to.
@@ -137,23 +170,31 @@ type Line struct {
 
 // Invoice is a draft or issued invoice with its lines and totals.
 type Invoice struct {
-	ID         uuid.UUID  `json:"id"`
-	Number     *string    `json:"number"`
-	Status     Status     `json:"status"`
-	CustomerID uuid.UUID  `json:"customer_id"`
-	Currency   string     `json:"currency"`
-	DueDate    *Date      `json:"due_date"`
-	Memo       string     `json:"memo"`
-	Lines      []Line     `json:"lines"`
-	Subtotal   int64      `json:"subtotal"`
-	TaxTotal   int64      `json:"tax_total"`
-	Total      int64      `json:"total"`
-	IssuedAt   *time.Time `json:"issued_at"`
-	VoidedAt   *time.Time `json:"voided_at"`
-	PaidAt     *time.Time `json:"paid_at"`
-	Version    int64      `json:"version"`
-	CreatedAt  time.Time  `json:"created_at"`
-	UpdatedAt  time.Time  `json:"updated_at"`
+	ID         uuid.UUID `json:"id"`
+	Number     *string   `json:"number"`
+	Status     Status    `json:"status"`
+	CustomerID uuid.UUID `json:"customer_id"`
+	Currency   string    `json:"currency"`
+	DueDate    *Date     `json:"due_date"`
+	Memo       string    `json:"memo"`
+	Lines      []Line    `json:"lines"`
+	Subtotal   int64     `json:"subtotal"`
+	TaxTotal   int64     `json:"tax_total"`
+	Total      int64     `json:"total"`
+	// AmountPaid is the sum of the payments that stand, AmountCredited
+	// that of the credit notes; BalanceDue is what is still owed (the
+	// total less both; nothing for a void invoice). Overdue: issued, owing,
+	// and past its due date in the business time zone.
+	AmountPaid     int64      `json:"amount_paid"`
+	AmountCredited int64      `json:"amount_credited"`
+	BalanceDue     int64      `json:"balance_due"`
+	Overdue        bool       `json:"overdue"`
+	IssuedAt       *time.Time `json:"issued_at"`
+	VoidedAt       *time.Time `json:"voided_at"`
+	PaidAt         *time.Time `json:"paid_at"`
+	Version        int64      `json:"version"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
 	// BillTo is whom an issued invoice bills, frozen at issue; null for
 	// drafts, which bill their customer as it is now.
 	BillTo *BillTo `json:"bill_to"`
@@ -226,4 +267,21 @@ func ComputeLines(in []LineInput) (lines []Line, subtotal, taxTotal, total int64
 		return nil, 0, 0, 0, money.Overflow("total")
 	}
 	return lines, subtotal, taxTotal, total, nil
+}
+
+// settle fills what follows from the settlement columns: the balance due
+// (nothing once void).
+func (inv *Invoice) settle() {
+	inv.BalanceDue = 0
+	if inv.Status != StatusVoid {
+		inv.BalanceDue = inv.Total - inv.AmountPaid - inv.AmountCredited
+	}
+}
+
+// dated sets Overdue as of today, a calendar date in the business time
+// zone: issued, still owing, and due before today (due today is not
+// overdue; without a due date nothing is late).
+func (inv *Invoice) dated(today Date) *Invoice {
+	inv.Overdue = inv.Status == StatusIssued && inv.BalanceDue > 0 && inv.DueDate != nil && inv.DueDate.Before(today.Time)
+	return inv
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/events"
+	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
@@ -24,7 +25,11 @@ func (s *Service) InvoiceGet(ctx context.Context, call capability.Call) (any, er
 	if err := decode(call, &in); err != nil {
 		return nil, err
 	}
-	return result(InvoiceGetByID(ctx, s.db, in.InvoiceID))
+	inv, err := InvoiceGetByID(ctx, s.db, in.InvoiceID)
+	if err != nil {
+		return nil, err
+	}
+	return inv.dated(s.BusinessToday()), nil
 }
 
 // lockForAction opens the common start of every invoice mutation: lock
@@ -48,30 +53,50 @@ func lockForAction(ctx context.Context, tx pgx.Tx, call capability.Call, id uuid
 // action (lockForAction); fn's invoice is the capability's output.
 func (s *Service) mutate(ctx context.Context, call capability.Call, id uuid.UUID, action Action,
 	fn func(ctx context.Context, tx pgx.Tx, inv *Invoice) (*Invoice, error)) (any, error) {
-	return result(store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Invoice, error) {
-		inv, err := lockForAction(ctx, tx, call, id, action)
+	return onLocked(ctx, s, call, id, action, func(ctx context.Context, tx pgx.Tx, inv *Invoice) (*Invoice, error) {
+		out, err := fn(ctx, tx, inv)
 		if err != nil {
 			return nil, err
+		}
+		return out.dated(s.BusinessToday()), nil
+	})
+}
+
+// onLocked is mutate for a capability whose output is not the invoice (a
+// payment, a credit note).
+func onLocked[T any](ctx context.Context, s *Service, call capability.Call, id uuid.UUID, action Action,
+	fn func(ctx context.Context, tx pgx.Tx, inv *Invoice) (T, error)) (any, error) {
+	return result(store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (T, error) {
+		inv, err := lockForAction(ctx, tx, call, id, action)
+		if err != nil {
+			var zero T
+			return zero, err
 		}
 		return fn(ctx, tx, inv)
 	}))
 }
 
 // authorize builds the gate's target (the invoice as the approver will see
-// it) and asks the gate; its refusal is returned as is, so a
-// store.CommitAnd refusal still commits what the gate recorded.
-func (s *Service) authorize(ctx context.Context, tx pgx.Tx, call capability.Call, inv *Invoice) (capability.Grant, error) {
+// it; with credit, the credit note it would issue, whose total is the
+// amount the policy reads) and asks the gate; its refusal is returned as
+// is, so a store.CommitAnd refusal still commits what the gate recorded.
+func (s *Service) authorize(ctx context.Context, tx pgx.Tx, call capability.Call, inv *Invoice, credit *CreditPreview) (capability.Grant, error) {
 	c, err := CustomerGetByID(ctx, tx, inv.CustomerID)
 	if err != nil {
 		return capability.Grant{}, err
 	}
-	snap, err := json.Marshal(Snapshot{Invoice: inv, Customer: c})
+	amount := inv.Total
+	var v any = Snapshot{Invoice: inv.dated(s.BusinessToday()), Customer: c}
+	if credit != nil {
+		amount, v = credit.Total, CreditSnapshot{Snapshot: v.(Snapshot), CreditNote: credit}
+	}
+	snap, err := json.Marshal(v)
 	if err != nil {
 		return capability.Grant{}, fmt.Errorf("snapshot: %w", err)
 	}
 	return s.gate.AuthorizeTx(ctx, tx, call, capability.Target{
 		Type: "invoice", ID: inv.ID.String(), Version: inv.Version,
-		Amount: inv.Total, Currency: inv.Currency, Snapshot: snap,
+		Amount: amount, Currency: inv.Currency, Snapshot: snap,
 	})
 }
 
@@ -91,7 +116,7 @@ func (s *Service) Issue(ctx context.Context, call capability.Call) (any, error) 
 		if inv.DueDate != nil && inv.DueDate.Before(s.today().Time) {
 			return nil, problem.Invalid("due_date", "the due date %s is before the issue date %s; update the draft first", inv.DueDate, s.today())
 		}
-		grant, err := s.authorize(ctx, tx, call, inv)
+		grant, err := s.authorize(ctx, tx, call, inv, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -123,7 +148,7 @@ func (s *Service) Delete(ctx context.Context, call capability.Call) (any, error)
 		if err != nil {
 			return err
 		}
-		grant, err := s.authorize(ctx, tx, call, inv)
+		grant, err := s.authorize(ctx, tx, call, inv, nil)
 		if err != nil {
 			return err
 		}
@@ -144,35 +169,32 @@ func (s *Service) Delete(ctx context.Context, call capability.Call) (any, error)
 	return map[string]any{"id": in.InvoiceID, "deleted": true}, nil
 }
 
-func (s *Service) settle(ctx context.Context, call capability.Call, action Action, event events.Type) (any, error) {
+// Void is the void-invoice capability: issued → void, only while nothing
+// was paid or credited (a settled invoice is corrected by a credit note).
+func (s *Service) Void(ctx context.Context, call capability.Call) (any, error) {
 	in, err := writable[targetInput](call)
 	if err != nil {
 		return nil, err
 	}
-	return s.mutate(ctx, call, in.InvoiceID, action, func(ctx context.Context, tx pgx.Tx, inv *Invoice) (*Invoice, error) {
-		to, _ := Transition(inv.Status, action)
+	return s.mutate(ctx, call, in.InvoiceID, ActionVoid, func(ctx context.Context, tx pgx.Tx, inv *Invoice) (*Invoice, error) {
+		if inv.AmountPaid != 0 || inv.AmountCredited != 0 {
+			return nil, problem.Conflict(CodeInvalidTransition, fmt.Sprintf(
+				"the invoice has %s paid and %s credited, so it cannot be voided: credit what is still owed instead (issue-credit-note for its balance due, %s)",
+				money.Display(inv.AmountPaid, inv.Currency), money.Display(inv.AmountCredited, inv.Currency), money.Display(inv.BalanceDue, inv.Currency),
+			)).With("current_status", string(inv.Status))
+		}
 		now := s.clock()
-		out, err := InvoiceSetStatusTx(ctx, tx, inv, to, now)
+		out, err := InvoiceVoidTx(ctx, tx, inv, now)
 		if err != nil {
 			return nil, err
 		}
-		if err := s.emit.EmitTx(ctx, tx, events.New(event, now, out)); err != nil {
+		if err := s.emit.EmitTx(ctx, tx, events.New(events.InvoiceVoided, now, out)); err != nil {
 			return nil, err
 		}
 		data := map[string]any{"version": out.Version, "number": out.Number}
 		if in.Reason != "" {
 			data["reason"] = in.Reason
 		}
-		return out, s.audit(ctx, tx, call, string(event), "invoice", out.ID, data)
+		return out, s.audit(ctx, tx, call, "invoice.voided", "invoice", out.ID, data)
 	})
-}
-
-// Void is the void-invoice capability: issued → void.
-func (s *Service) Void(ctx context.Context, call capability.Call) (any, error) {
-	return s.settle(ctx, call, ActionVoid, events.InvoiceVoided)
-}
-
-// MarkPaid is the mark-invoice-paid capability: issued → paid.
-func (s *Service) MarkPaid(ctx context.Context, call capability.Call) (any, error) {
-	return s.settle(ctx, call, ActionMarkPaid, events.InvoicePaid)
 }

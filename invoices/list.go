@@ -20,8 +20,10 @@ type InvoiceQuery struct {
 	Number        string `json:"number"`
 	CreatedAfter  string `json:"created_after"`  // RFC 3339, inclusive
 	CreatedBefore string `json:"created_before"` // RFC 3339, exclusive
-	Cursor        string `json:"cursor"`
-	Limit         int    `json:"limit"`
+	// Overdue: only overdue invoices (true) or none of them (false).
+	Overdue *bool  `json:"overdue"`
+	Cursor  string `json:"cursor"`
+	Limit   int    `json:"limit"`
 }
 
 // Parse checks q into the filter and page InvoiceList reads: a member that
@@ -42,7 +44,7 @@ func (q InvoiceQuery) Parse() (InvoiceFilter, page.Request, error) {
 		}
 		f.CustomerID = &id
 	}
-	f.Number = q.Number
+	f.Number, f.Overdue = q.Number, q.Overdue
 	for _, r := range []struct {
 		field, raw string
 		dst        **time.Time
@@ -77,9 +79,13 @@ func (s *Service) InvoiceListAll(ctx context.Context, call capability.Call) (any
 	if err != nil {
 		return nil, err
 	}
+	f.Today = s.BusinessToday()
 	rows, err := InvoiceList(ctx, s.db, f, p.Ahead())
 	if err != nil {
 		return nil, err
+	}
+	for _, inv := range rows {
+		inv.dated(f.Today)
 	}
 	return page.Of(rows, p.Limit), nil
 }

@@ -30,7 +30,7 @@ const (
 	invoiceOutSchema = `{
 		"type": "object",
 		"required": ["id", "number", "status", "customer_id", "currency", "due_date", "memo", "lines",
-			"subtotal", "tax_total", "total", "issued_at", "voided_at", "paid_at", "version", "created_at", "updated_at", "bill_to"],
+			"subtotal", "tax_total", "total", "amount_paid", "amount_credited", "balance_due", "overdue", "issued_at", "voided_at", "paid_at", "version", "created_at", "updated_at", "bill_to"],
 		"properties": {
 			"id": ` + uuidSchema + `,
 			"number": {"type": ["string", "null"]},
@@ -40,6 +40,8 @@ const (
 			"memo": {"type": "string"},
 			"lines": {"type": "array", "items": ` + lineOutSchema + `},
 			"subtotal": {"type": "integer"}, "tax_total": {"type": "integer"}, "total": {"type": "integer"},
+			"amount_paid": {"type": "integer"}, "amount_credited": {"type": "integer"}, "balance_due": {"type": "integer"},
+			"overdue": {"type": "boolean"},
 			"issued_at": ` + timeOrNullSchema + `, "voided_at": ` + timeOrNullSchema + `, "paid_at": ` + timeOrNullSchema + `,
 			"version": {"type": "integer"},
 			"created_at": ` + timeOutSchema + `, "updated_at": ` + timeOutSchema + `,
@@ -47,6 +49,73 @@ const (
 				"properties": {"name": {"type": "string"}, "email": {"type": "string"}}}
 		}
 	}`
+	uuidOrNullSchema = `{"type": ["string", "null"], "format": "uuid"}`
+	paymentOutSchema = `{
+		"type": "object",
+		"required": ["id", "invoice_id", "status", "amount", "currency", "received_on", "method", "reference",
+			"recorded_by", "recorded_at", "reversed_at", "reversed_by", "reversal_reason", "version"],
+		"properties": {
+			"id": ` + uuidSchema + `, "invoice_id": ` + uuidSchema + `,
+			"status": {"type": "string", "enum": ["received", "reversed"]},
+			"amount": {"type": "integer"}, "currency": {"type": "string"},
+			"received_on": {"type": "string", "format": "date"},
+			"method": {"type": "string", "enum": ["bank_transfer", "card", "cash", "other"]},
+			"reference": {"type": "string"},
+			"recorded_by": ` + uuidOrNullSchema + `, "recorded_at": ` + timeOutSchema + `,
+			"reversed_at": ` + timeOrNullSchema + `, "reversed_by": ` + uuidOrNullSchema + `,
+			"reversal_reason": {"type": ["string", "null"]},
+			"version": {"type": "integer"},
+			"invoice": ` + invoiceOutSchema + `
+		}
+	}`
+	creditLineOutSchema = `{
+		"type": "object",
+		"required": ["invoice_line", "description", "quantity", "unit_amount", "tax_rate_bps", "amount", "tax_amount"],
+		"properties": {
+			"invoice_line": {"type": ["integer", "null"]},
+			"description": {"type": "string"}, "quantity": {"type": "integer"}, "unit_amount": {"type": "integer"},
+			"tax_rate_bps": {"type": "integer"}, "amount": {"type": "integer"}, "tax_amount": {"type": "integer"}
+		}
+	}`
+	creditNoteOutSchema = `{
+		"type": "object",
+		"required": ["id", "number", "invoice_id", "invoice_number", "currency", "reason", "lines", "subtotal", "tax_total", "total",
+			"bill_to", "invoice_version", "approval_id", "issued_by", "issued_at"],
+		"properties": {
+			"id": ` + uuidSchema + `, "number": {"type": "string"}, "invoice_id": ` + uuidSchema + `, "invoice_number": {"type": "string"},
+			"currency": {"type": "string"}, "reason": {"type": "string"},
+			"lines": {"type": "array", "items": ` + creditLineOutSchema + `},
+			"subtotal": {"type": "integer"}, "tax_total": {"type": "integer"}, "total": {"type": "integer"},
+			"bill_to": {"type": "object", "required": ["name", "email"],
+				"properties": {"name": {"type": "string"}, "email": {"type": "string"}}},
+			"invoice_version": {"type": "integer"}, "approval_id": ` + uuidSchema + `, "issued_by": ` + uuidSchema + `,
+			"issued_at": ` + timeOutSchema + `,
+			"invoice": ` + invoiceOutSchema + `
+		}
+	}`
+	agingOutSchema = `{
+		"type": "object",
+		"required": ["currency", "invoices", "current", "days_1_30", "days_31_60", "days_61_90", "days_over_90", "total"],
+		"properties": {
+			"currency": {"type": "string"}, "invoices": {"type": "integer"}, "current": {"type": "integer"},
+			"days_1_30": {"type": "integer"}, "days_31_60": {"type": "integer"}, "days_61_90": {"type": "integer"},
+			"days_over_90": {"type": "integer"}, "total": {"type": "integer"}
+		}
+	}`
+	receivablesOutSchema = `{
+		"type": "object",
+		"required": ["as_of", "time_zone", "currencies"],
+		"properties": {
+			"as_of": {"type": "string", "format": "date"}, "time_zone": {"type": "string"},
+			"currencies": {"type": "array", "items": ` + agingOutSchema + `},
+			"customers": ` + customerAgingPage + `
+		}
+	}`
+	customerAgingPage = `{"type": "object", "required": ["data", "has_more", "next_cursor"], "properties": {
+		"data": {"type": "array", "items": {"type": "object", "required": ["customer_id", "name", "balances"], "properties": {
+			"customer_id": ` + uuidSchema + `, "name": {"type": "string"},
+			"balances": {"type": "array", "items": ` + agingOutSchema + `}}}},
+		"has_more": {"type": "boolean"}, "next_cursor": {"type": ["string", "null"]}}}`
 	deletedOutSchema = `{"type": "object", "required": ["id", "deleted"],
 		"properties": {"id": ` + uuidSchema + `, "deleted": {"type": "boolean", "const": true}}}`
 )
@@ -65,14 +134,18 @@ var outputSchemas = map[string]string{
 	CapListInvoices: pageOf(invoiceOutSchema), CapGetInvoice: invoiceOutSchema,
 	CapCreateDraft: invoiceOutSchema, CapUpdateDraft: invoiceOutSchema,
 	CapVoid: invoiceOutSchema, CapMarkPaid: invoiceOutSchema, CapIssue: invoiceOutSchema,
-	CapDelete: deletedOutSchema,
+	CapDelete:        deletedOutSchema,
+	CapRecordPayment: paymentOutSchema, CapReversePayment: paymentOutSchema, CapListPayments: pageOf(paymentOutSchema),
+	CapIssueCreditNote: creditNoteOutSchema, CapGetCreditNote: creditNoteOutSchema, CapListCreditNotes: pageOf(creditNoteOutSchema),
+	CapReceivables: receivablesOutSchema,
 }
 
 // idempotent lists the capabilities whose repeat has no further effect:
-// a second issue, void or mark-paid is 409 INVALID_TRANSITION and a second
+// a second issue, void, mark-paid or reverse-payment is 409 and a second
 // delete 404. Updates are not: each bumps the version, which makes
-// approvals of the old version stale.
-var idempotent = map[string]bool{CapIssue: true, CapVoid: true, CapMarkPaid: true, CapDelete: true}
+// approvals of the old version stale; nor is record-payment (a second
+// payment) or issue-credit-note (a second credit, after its approval).
+var idempotent = map[string]bool{CapIssue: true, CapVoid: true, CapMarkPaid: true, CapDelete: true, CapReversePayment: true}
 
 // describeOutputs sets each capability's output schema and idempotency.
 func describeOutputs(cs []capability.Capability) []capability.Capability {

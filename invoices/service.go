@@ -19,32 +19,50 @@ import (
 // DefaultNumberPrefix is the series prefix when Config.NumberPrefix is empty.
 const DefaultNumberPrefix = "INV"
 
+// DefaultCreditNotePrefix is the credit notes' series prefix when
+// Config.CreditNotePrefix is empty.
+const DefaultCreditNotePrefix = "CN"
+
 // Config tunes the service.
 type Config struct {
 	// NumberPrefix starts every invoice number (default INV).
 	NumberPrefix string
+	// CreditNotePrefix starts every credit note number (default CN).
+	CreditNotePrefix string
+	// BusinessTimeZone is where the business's days begin and end: an
+	// invoice is overdue the day after its due date there, and aging
+	// counts its days (default UTC).
+	BusinessTimeZone *time.Location
 	// Now is the clock (default time.Now); tests pin it.
 	Now func() time.Time
 }
 
 // Service runs the invoicing capabilities over a database.
 type Service struct {
-	db     store.Executor
-	gate   capability.Gate
-	emit   events.Emitter
-	prefix string
-	now    func() time.Time
+	db       store.Executor
+	gate     capability.Gate
+	emit     events.Emitter
+	prefix   string
+	cnPrefix string
+	loc      *time.Location
+	now      func() time.Time
 }
 
 // NewService returns the service. gate authorizes the consequential
 // capabilities (issue-invoice, delete-invoice) inside their transactions
 // (ADR-0010): the approvals gate in the service, never one that allows
-// everything. emit records invoice.issued, voided, paid and deleted in the
-// same transactions.
+// everything. emit records the invoice, payment and credit-note events in the
+// transactions that make them.
 func NewService(db store.Executor, gate capability.Gate, emit events.Emitter, cfg Config) *Service {
-	s := &Service{db: db, gate: gate, emit: emit, prefix: cfg.NumberPrefix, now: cfg.Now}
+	s := &Service{db: db, gate: gate, emit: emit, prefix: cfg.NumberPrefix, cnPrefix: cfg.CreditNotePrefix, loc: cfg.BusinessTimeZone, now: cfg.Now}
 	if s.prefix == "" {
 		s.prefix = DefaultNumberPrefix
+	}
+	if s.cnPrefix == "" {
+		s.cnPrefix = DefaultCreditNotePrefix
+	}
+	if s.loc == nil {
+		s.loc = time.UTC
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -59,6 +77,14 @@ func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microse
 func (s *Service) today() Date {
 	n := s.clock()
 	return Date{time.Date(n.Year(), n.Month(), n.Day(), 0, 0, 0, 0, time.UTC)}
+}
+
+// BusinessToday is the calendar date of the service clock in the business
+// time zone: the day overdue and aging count from. Civil dates, not
+// 24-hour spans, so a day across a DST change is still one day.
+func (s *Service) BusinessToday() Date {
+	y, m, d := s.now().In(s.loc).Date()
+	return Date{time.Date(y, m, d, 0, 0, 0, 0, time.UTC)}
 }
 
 // requireWriter refuses principals whose role may not change invoices or

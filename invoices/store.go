@@ -120,7 +120,7 @@ func CustomerList(ctx context.Context, db store.Executor, p page.Request) ([]*Cu
 // ---- invoices ----
 
 const invoiceColumns = `id, number, status, customer_id, currency, due_date, memo, subtotal, tax_total, total,
-	issued_at, voided_at, paid_at, version, created_at, updated_at, bill_to`
+	amount_paid, amount_credited, issued_at, voided_at, paid_at, version, created_at, updated_at, bill_to`
 
 func scanInvoice(row pgx.Row) (*Invoice, error) {
 	var (
@@ -128,7 +128,7 @@ func scanInvoice(row pgx.Row) (*Invoice, error) {
 		due *time.Time
 	)
 	if err := row.Scan(&inv.ID, &inv.Number, &inv.Status, &inv.CustomerID, &inv.Currency, &due, &inv.Memo,
-		&inv.Subtotal, &inv.TaxTotal, &inv.Total, &inv.IssuedAt, &inv.VoidedAt, &inv.PaidAt,
+		&inv.Subtotal, &inv.TaxTotal, &inv.Total, &inv.AmountPaid, &inv.AmountCredited, &inv.IssuedAt, &inv.VoidedAt, &inv.PaidAt,
 		&inv.Version, &inv.CreatedAt, &inv.UpdatedAt, &inv.BillTo); err != nil {
 		return nil, err
 	}
@@ -143,6 +143,7 @@ func scanInvoice(row pgx.Row) (*Invoice, error) {
 	}
 	inv.CreatedAt, inv.UpdatedAt = inv.CreatedAt.UTC(), inv.UpdatedAt.UTC()
 	inv.Lines = []Line{}
+	inv.settle()
 	return &inv, nil
 }
 
@@ -280,24 +281,15 @@ func InvoiceUpdateDraftTx(ctx context.Context, tx pgx.Tx, inv *Invoice, at time.
 	return out, nil
 }
 
-// InvoiceSetStatusTx moves the issued invoice inv, locked by the caller
-// with its lines (InvoiceLockTx), to paid or void at at, bumping version;
-// the trigger refuses any other change of a frozen row, so its lines are
-// the ones loaded.
-func InvoiceSetStatusTx(ctx context.Context, tx pgx.Tx, inv *Invoice, to Status, at time.Time) (*Invoice, error) {
-	var col string
-	switch to {
-	case StatusPaid:
-		col = "paid_at"
-	case StatusVoid:
-		col = "voided_at"
-	default:
-		return nil, fmt.Errorf("invoices: InvoiceSetStatusTx to %q", to)
-	}
+// InvoiceVoidTx voids the issued invoice inv, locked by the caller with
+// its lines (InvoiceLockTx), at at, bumping version; the trigger refuses
+// any other change of a frozen row, and the CHECKs a void invoice with
+// anything paid or credited, so its lines are the ones loaded.
+func InvoiceVoidTx(ctx context.Context, tx pgx.Tx, inv *Invoice, at time.Time) (*Invoice, error) {
 	out, err := scanInvoice(tx.QueryRow(ctx, `
-		UPDATE invoices SET status = $2, `+col+` = $3, version = version + 1, updated_at = $3
+		UPDATE invoices SET status = 'void', voided_at = $2, version = version + 1, updated_at = $2
 		WHERE id = $1
-		RETURNING `+invoiceColumns, inv.ID, to, at))
+		RETURNING `+invoiceColumns, inv.ID, at))
 	if err != nil {
 		return nil, mapError(err, "invoice")
 	}
@@ -361,7 +353,16 @@ type InvoiceFilter struct {
 	Number        string
 	CreatedAfter  *time.Time // inclusive
 	CreatedBefore *time.Time // exclusive
+	// Overdue keeps only the overdue invoices (true) or the others
+	// (false) as of Today, a date in the business time zone.
+	Overdue *bool
+	Today   Date
 }
+
+// overdueSQL is Invoice.dated's rule in SQL, for one argument: today. The
+// list pages through invoices_status_idx ('issued', created_at, id), so a
+// page costs the same at any table size.
+const overdueSQL = `(status = 'issued' AND coalesce(due_date < ?::date, false) AND amount_paid + amount_credited < total)`
 
 // InvoiceList returns up to p.Limit invoices (with lines) matching f after
 // p.After in (created_at, id) order.
@@ -388,6 +389,13 @@ func InvoiceList(ctx context.Context, db store.Executor, f InvoiceFilter, p page
 	}
 	if f.CreatedBefore != nil {
 		add("created_at < ?", *f.CreatedBefore)
+	}
+	switch {
+	case f.Overdue == nil:
+	case *f.Overdue:
+		add(overdueSQL, f.Today.Time)
+	default:
+		add("NOT "+overdueSQL, f.Today.Time)
 	}
 	if p.After != nil {
 		args = append(args, p.After.CreatedAt, p.After.ID)

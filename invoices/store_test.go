@@ -109,8 +109,16 @@ func TestFrozenColumnsRejectedBySQL(t *testing.T) {
 		require.True(t, errors.As(err, &pgErr), "%s: want a trigger error, got %v", stmt, err)
 		require.Equal(t, "55000", pgErr.Code, stmt)
 	}
-	// The lifecycle stays open: issued → paid works, and then paid is final.
-	_, err := db.Exec(ctx, `UPDATE invoices SET status = 'paid', paid_at = now(), version = version + 1 WHERE id = $1`, inv.ID)
+	// The lifecycle stays open, through settlement only: paid without a
+	// payment behind it is refused, issued → paid by a payment of the
+	// balance works, and then paid cannot become void.
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, refused(`UPDATE invoices SET status = 'paid', paid_at = now(), version = version + 1 WHERE id = $1`), &pgErr)
+	require.Equal(t, "invoices_paid_when_settled", pgErr.ConstraintName)
+	_, err := db.Exec(ctx, `INSERT INTO payments (id, invoice_id, amount, currency, received_on, method, recorded_at)
+		SELECT gen_random_uuid(), id, total, currency, current_date, 'cash', now() FROM invoices WHERE id = $1`, inv.ID)
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `UPDATE invoices SET status = 'paid', paid_at = now(), amount_paid = total, version = version + 1 WHERE id = $1`, inv.ID)
 	require.NoError(t, err)
 	require.Error(t, refused(`UPDATE invoices SET status = 'void', voided_at = now(), paid_at = NULL WHERE id = $1`))
 

@@ -106,6 +106,9 @@ func rowOf(a *approvals.Approval) requestRow {
 			if snap.Customer.Name != "" {
 				r.Target = "invoice for " + snap.Customer.Name
 			}
+			if snap.CreditNote != nil {
+				r.Target = "credit note on the " + r.Target
+			}
 			if snap.Number != nil {
 				r.Number = *snap.Number
 			}
@@ -171,10 +174,15 @@ type snapshotView struct {
 		Amount      int64  `json:"amount"`
 		TaxAmount   int64  `json:"tax_amount"`
 	} `json:"lines"`
-	Subtotal int64 `json:"subtotal"`
-	TaxTotal int64 `json:"tax_total"`
-	Total    int64 `json:"total"`
-	Version  int64 `json:"version"`
+	Subtotal       int64 `json:"subtotal"`
+	TaxTotal       int64 `json:"tax_total"`
+	Total          int64 `json:"total"`
+	AmountPaid     int64 `json:"amount_paid"`
+	AmountCredited int64 `json:"amount_credited"`
+	BalanceDue     int64 `json:"balance_due"`
+	Version        int64 `json:"version"`
+	// CreditNote is, for issue-credit-note, what it would credit.
+	CreditNote *invoices.CreditPreview `json:"credit_note"`
 }
 
 type approvalView struct {
@@ -267,8 +275,12 @@ func (h *Handler) staleness(ctx context.Context, a *approvals.Approval) (bool, s
 		return true, "The invoice changed after this request was made, so this request is superseded. What is shown is the old version; a new request is created when the invoice is issued again."
 	}
 	if cur, ok := h.currentVersion(ctx, a); ok && cur != a.Target.Version && a.Status.Open() {
+		effect := "issued"
+		if a.Capability == invoices.CapIssueCreditNote {
+			effect = "credited"
+		}
 		return true, "The invoice has changed since this request was made (version " +
-			itoa(a.Target.Version) + " then, " + itoa(cur) + " now). Approving it will not let the changed invoice be issued."
+			itoa(a.Target.Version) + " then, " + itoa(cur) + " now). Approving it will not let the changed invoice be " + effect + "."
 	}
 	return false, ""
 }

@@ -141,7 +141,9 @@ func nextInvoicesURL(q url.Values, cursor string) string {
 
 type invoiceView struct {
 	*invoices.Invoice
-	Customer *invoices.Customer
+	Customer    *invoices.Customer
+	Payments    []*invoices.Payment
+	CreditNotes []*invoices.CreditNote
 }
 
 // Invoice is the page GET /invoices/{id}: one invoice, printable.
@@ -160,8 +162,16 @@ func (h *Handler) Invoice(c echo.Context, s *Session) error {
 	if inv.Number != nil {
 		title = "Invoice " + *inv.Number
 	}
+	v := invoiceView{Invoice: inv, Customer: cu}
+	ctx := c.Request().Context()
+	if v.Payments, err = invoices.PaymentsOf(ctx, h.db, inv.ID); err != nil {
+		return err
+	}
+	if v.CreditNotes, err = invoices.CreditNoteList(ctx, h.db, inv.ID, page.Request{}); err != nil {
+		return err
+	}
 	d := h.data(c, s, title)
-	d.Data = invoiceView{Invoice: inv, Customer: cu}
+	d.Data = v
 	return h.render(c, http.StatusOK, "invoice", d)
 }
 
@@ -192,7 +202,11 @@ func (h *Handler) InvoicePDF(c echo.Context, _ *Session) error {
 	if err := invoices.RequireSeller(h.deps.Seller); err != nil {
 		return err
 	}
-	inv, cu, err := h.invoiceWithCustomer(c)
+	id, err := parseID(c, "invoice")
+	if err != nil {
+		return err
+	}
+	d, inv, err := invoices.InvoiceDocument(c.Request().Context(), h.db, id, h.deps.Seller)
 	if err != nil {
 		return err
 	}
@@ -209,7 +223,7 @@ func (h *Handler) InvoicePDF(c echo.Context, _ *Session) error {
 	// The page CSP (default-src 'none') is for HTML; on a PDF it could
 	// stop the browser's viewer. The other page headers stay.
 	c.Response().Header().Del("Content-Security-Policy")
-	return invoices.WritePDF(c, invoices.Document(inv, cu, h.deps.Seller))
+	return invoices.WritePDF(c, d)
 }
 
 // currentVersion is the target invoice's version now, to tell the

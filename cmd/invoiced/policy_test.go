@@ -46,7 +46,8 @@ func TestPolicyCLI(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "approval policy version 1, made ")
 	require.Contains(t, r.stdout, "by the initial migration")
-	require.Contains(t, r.stdout, "issue-invoice  *         10000 major units of the invoice's currency  2")
+	require.Contains(t, r.stdout, "issue-invoice      *         10000 major units of the invoice's currency  2")
+	require.Contains(t, r.stdout, "issue-credit-note  *         10000 major units of the invoice's currency  2")
 	require.Contains(t, r.stdout, "No tiers (one approver always): delete-invoice")
 
 	r = invoke(ctx, e, "policy", "set", "--capability", "issue-invoice", "--currency", "JPY", "--min-amount", "1000000", "--approvers", "2", "--as", "ada")

@@ -18,6 +18,7 @@ import (
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop"
@@ -106,11 +107,8 @@ func loadConfig(e env) (config, error) {
 			return c, errors.New("INVOICED_DB_MAX_CONNS and DATABASE_URL's pool_max_conns both size the pool; set one")
 		}
 	}
-	if v := e.get("INVOICED_NUMBER_PREFIX", ""); v != "" {
-		if !numberPrefixRE.MatchString(v) {
-			return c, fmt.Errorf("INVOICED_NUMBER_PREFIX must be 1–10 capital letters or digits starting with a letter, not %q", v)
-		}
-		c.App.Invoices.NumberPrefix = v
+	if err := invoiceSettings(e, &c.App.Invoices); err != nil {
+		return c, err
 	}
 	if err := approvalSettings(e, &c.App.Approvals); err != nil {
 		return c, err
@@ -137,6 +135,34 @@ func loadConfig(e env) (config, error) {
 		c.App.Model = m
 	}
 	return c, nil
+}
+
+// invoiceSettings reads the number series' prefixes and the business time
+// zone into cfg. The zone comes from the binary's own tz database
+// (time/tzdata, imported by main): the image is FROM scratch.
+func invoiceSettings(e env, cfg *invoices.Config) error {
+	for _, s := range []struct {
+		key string
+		dst *string
+	}{{"INVOICED_NUMBER_PREFIX", &cfg.NumberPrefix}, {"INVOICED_CREDIT_NOTE_PREFIX", &cfg.CreditNotePrefix}} {
+		if v := e.get(s.key, ""); v != "" {
+			if !numberPrefixRE.MatchString(v) {
+				return fmt.Errorf("%s must be 1–10 capital letters or digits starting with a letter, not %q", s.key, v)
+			}
+			*s.dst = v
+		}
+	}
+	inv, cn := e.get("INVOICED_NUMBER_PREFIX", invoices.DefaultNumberPrefix), e.get("INVOICED_CREDIT_NOTE_PREFIX", invoices.DefaultCreditNotePrefix)
+	if inv == cn {
+		return fmt.Errorf("INVOICED_CREDIT_NOTE_PREFIX and INVOICED_NUMBER_PREFIX are both %q: an invoice and a credit note would share numbers such as %s-2026-000001", inv, inv)
+	}
+	tz := e.get("INVOICED_BUSINESS_TIMEZONE", "UTC")
+	loc, err := time.LoadLocation(tz)
+	if err != nil || tz == "Local" {
+		return fmt.Errorf("INVOICED_BUSINESS_TIMEZONE must be an IANA time zone such as Europe/Berlin or UTC, not %q", tz)
+	}
+	cfg.BusinessTimeZone = loc
+	return nil
 }
 
 // approvalSettings reads the INVOICED_APPROVAL_*_TTL settings into p;

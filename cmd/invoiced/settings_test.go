@@ -91,3 +91,30 @@ func TestSellerSettings(t *testing.T) {
 	_, err = loadConfig(env{"INVOICED_SELLER_TAX_ID": "\xff"})
 	require.ErrorContains(t, err, "INVOICED_SELLER_TAX_ID")
 }
+
+// The business time zone comes from the binary's own tz database (the
+// image has none); a name it does not know, and a credit note prefix that
+// would make credit notes and invoices share numbers, are refused by name.
+func TestInvoiceSettings(t *testing.T) {
+	t.Parallel()
+	c, err := loadConfig(env{"INVOICED_BUSINESS_TIMEZONE": "Europe/Berlin", "INVOICED_CREDIT_NOTE_PREFIX": "GS"})
+	require.NoError(t, err)
+	require.Equal(t, "Europe/Berlin", c.App.Invoices.BusinessTimeZone.String())
+	require.Equal(t, "GS", c.App.Invoices.CreditNotePrefix)
+	c, err = loadConfig(env{})
+	require.NoError(t, err)
+	require.Equal(t, "UTC", c.App.Invoices.BusinessTimeZone.String())
+	for key, val := range map[string]string{
+		"INVOICED_BUSINESS_TIMEZONE":  "Mars/Olympus",
+		"INVOICED_CREDIT_NOTE_PREFIX": "cn",
+	} {
+		_, err := loadConfig(env{key: val})
+		require.ErrorContains(t, err, key)
+	}
+	_, err = loadConfig(env{"INVOICED_BUSINESS_TIMEZONE": "Local"})
+	require.ErrorContains(t, err, "INVOICED_BUSINESS_TIMEZONE")
+	_, err = loadConfig(env{"INVOICED_CREDIT_NOTE_PREFIX": "INV"})
+	require.ErrorContains(t, err, "INVOICED_CREDIT_NOTE_PREFIX")
+	_, err = loadConfig(env{"INVOICED_NUMBER_PREFIX": "CN"})
+	require.ErrorContains(t, err, "INVOICED_NUMBER_PREFIX")
+}

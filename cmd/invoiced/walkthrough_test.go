@@ -10,10 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document/documenttest"
 	"github.com/invoiced/invoiced/openapi/openapitest"
 	"github.com/stretchr/testify/require"
 )
@@ -64,7 +66,8 @@ func ensureTool(t *testing.T, command, pkg string) {
 // TestReadmeWalkthroughIssuesAnInvoice pastes the README's walkthrough
 // into bash as a newcomer would, on a fresh `make run`, from the directory
 // whose bin/invoiced make built: its setup and its first invoice, from
-// customer to issued. Its requests reach the server through a proxy that
+// customer to issued, then a partial payment, a credit note approved by
+// another person, the balance and both PDFs. Its requests reach the server through a proxy that
 // holds them and their answers to openapi.yaml, as every in-process test
 // server is (INVOICED_ADDR, which the walkthrough reads, names the proxy).
 func TestReadmeWalkthroughIssuesAnInvoice(t *testing.T) {
@@ -72,7 +75,7 @@ func TestReadmeWalkthroughIssuesAnInvoice(t *testing.T) {
 	ensureTool(t, "curl", "curl")
 	ensureTool(t, "jq", "jq")
 	blocks := readmeWalkthrough(t)
-	require.GreaterOrEqual(t, len(blocks), 2, "README.md marks its setup and its first invoice as the walkthrough")
+	require.GreaterOrEqual(t, len(blocks), 3, "README.md marks its setup, its first invoice and what follows issue as the walkthrough")
 
 	mr := makeRun(t)
 	target, err := url.Parse("http://" + mr.addr)
@@ -93,9 +96,27 @@ func TestReadmeWalkthroughIssuesAnInvoice(t *testing.T) {
 	require.NoError(t, err, "make run built bin/invoiced where the walkthrough ran")
 
 	out := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	require.GreaterOrEqual(t, len(out), 2, stdout.String())
 	require.Contains(t, stdout.String(), "created user alice with role clerk")
-	// What the README's comments say the last two commands print.
-	require.Equal(t, "approved", out[len(out)-2])
-	require.Regexp(t, `^\{"number":"INV-\d{4}-000001","status":"issued","total":42840\}$`, out[len(out)-1])
+	// What the README's comments say the commands print, from the issue on.
+	issued := slices.IndexFunc(out, func(l string) bool { return strings.HasPrefix(l, `{"number":"INV-`) })
+	require.Positive(t, issued, stdout.String())
+	require.Equal(t, "approved", out[issued-1])
+	require.Len(t, out[issued:], 6, stdout.String())
+	require.Regexp(t, `^\{"number":"INV-\d{4}-000001","status":"issued","total":42840\}$`, out[issued])
+	require.Equal(t, `{"status":"issued","amount_paid":20000,"balance_due":22840}`, out[issued+1])
+	require.Equal(t, "approved", out[issued+2])
+	require.Regexp(t, `^\{"number":"CN-\d{4}-000001","total":14280,"balance_due":8560\}$`, out[issued+3])
+	cn, inv := out[issued+4], out[issued+5]
+	require.Regexp(t, `^CN-\d{4}-000001\.pdf$`, cn)
+	require.Regexp(t, `^INV-\d{4}-000001\.pdf$`, inv)
+
+	// The PDFs it saved read back as the README says.
+	pdf, err := os.ReadFile(filepath.Join(mr.dir, cn))
+	require.NoError(t, err)
+	documenttest.RequireLines(t, documenttest.Text(t, pdf), "Example Seller Credit note", "Number "+strings.TrimSuffix(cn, ".pdf"),
+		"Consulting 1 120.00 19 % 120.00", "Total 142.80 EUR", "Reason: One hour not worked")
+	pdf, err = os.ReadFile(filepath.Join(mr.dir, inv))
+	require.NoError(t, err)
+	documenttest.RequireLines(t, documenttest.Text(t, pdf), "Credit notes "+strings.TrimSuffix(cn, ".pdf"),
+		"Total 428.40 EUR", "Credited 142.80 EUR", "Paid 200.00 EUR", "Balance due 85.60 EUR")
 }

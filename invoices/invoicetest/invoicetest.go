@@ -45,6 +45,8 @@ type DraftOpts struct {
 	Currency string
 	// Lines default to one line of 2 × 50.00 at 20 % tax (total 120.00).
 	Lines []invoices.LineInput
+	// DueDate is none by default.
+	DueDate *invoices.Date
 }
 
 // Draft inserts a draft invoice with its lines in db (a pool or the
@@ -64,7 +66,7 @@ func Draft(ctx context.Context, t testing.TB, db store.Executor, opts DraftOpts)
 	lines, sub, tax, total, err := invoices.ComputeLines(opts.Lines)
 	require.NoError(t, err)
 	inv, err := invoices.InvoiceCreate(ctx, db, &invoices.Invoice{
-		ID: uuid.Must(uuid.NewV7()), CustomerID: *opts.CustomerID, Currency: opts.Currency,
+		ID: uuid.Must(uuid.NewV7()), CustomerID: *opts.CustomerID, Currency: opts.Currency, DueDate: opts.DueDate,
 		Lines: lines, Subtotal: sub, TaxTotal: tax, Total: total,
 		CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
 	})
