@@ -109,6 +109,8 @@ func (a *App) Routes(e *echo.Echo) {
 	e.GET("/invoices", w.Page(w.Invoices), sec)
 	e.GET("/invoices/:id", w.Page(w.Invoice), sec)
 	e.GET("/invoices/:id/pdf", w.Page(w.InvoicePDF), sec)
+	e.GET("/chat", w.Page(w.Chat), sec)
+	e.GET("/chat/:id", w.Page(w.Chat), sec)
 }
 
 // onlyUnder applies m to requests whose path starts with prefix.
