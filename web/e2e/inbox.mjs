@@ -72,14 +72,14 @@ try {
   const row = page.locator(`[data-live-region="pending"] [data-request-id="${FIRST}"]`);
   await row.waitFor();
   const rowText = await row.innerText();
-  assert.match(rowText, /issue-invoice/);
+  assert.match(rowText, new RegExp(`Issue invoice for ${want.customer} — ${want.total.replace(/[.]/g, "\\.")} EUR`));
   assert.match(rowText, new RegExp(`Agent\\s+for ${CLERK}`));
   assert.match(rowText, new RegExp(want.total.replace(/[.]/g, "\\.")));
   assert.match(rowText, /0 of 1/);
   await page.locator("#live-status", { hasText: "Live:" }).waitFor();
   await shot(page, "inbox.png");
 
-  await row.getByRole("link", { name: "issue-invoice" }).click();
+  await row.getByRole("link", { name: new RegExp(`^Issue invoice for ${want.customer}`) }).click();
   await page.waitForURL(`${BASE}/approvals/${FIRST}`);
   assert.equal((await page.locator("#subtotal").innerText()).trim(), want.subtotal);
   assert.equal((await page.locator("#tax-total").innerText()).trim(), want.tax);
