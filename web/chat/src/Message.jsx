@@ -27,7 +27,7 @@ export function Message({ message, watcher, ready, onAnswer, onContinue, onShowI
   const who = message.role === 'user' ? 'You' : 'Assistant';
   return (
     <li className={`msg msg-${message.role}`} data-message-id={message.id}>
-      <p className="who">{who}</p>
+      <p className="msg-who">{who}</p>
       {message.parts.map((part, i) => {
         const key = part.toolCallId || part.id || `${part.type}-${i}`;
         if (part.type === 'text') return <TextPart key={key} part={part} role={message.role} />;

@@ -32,7 +32,10 @@ function sentence(s) {
 // explain returns { text, ways } for a problem. ways name the buttons:
 // 'reload' (from the server), 'follow', 'stop', 'new', 'signin', 'page'.
 export function explain(p) {
-  const detail = sentence(p.detail);
+  // A field's refusal says more than the summary ("The request has
+  // invalid fields").
+  const fields = (p.errors || []).map((e) => sentence(`the ${e.field} ${e.message}`)).join(' ');
+  const detail = fields || sentence(p.detail);
   switch (true) {
     case p.network:
       return { text: 'The connection to the server was lost. Reload the conversation from the server to see how far the answer got.', ways: ['reload'] };
