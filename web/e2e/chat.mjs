@@ -13,7 +13,15 @@ const PASSWORD = env("PASSWORD");
 const CLERK = env("CLERK");
 const APPROVER = env("APPROVER");
 
-const shot = (page, name) => shotIn(page, OUT, name);
+// The chat is pictured as the clerk sees it: the window, scrolled to the
+// newest message.
+const shot = async (page, name) => {
+  if (page.url().includes("/chat")) {
+    await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+    return shotIn(page, OUT, name, { fullPage: false });
+  }
+  return shotIn(page, OUT, name);
+};
 const browser = await launch();
 const viewport = { width: 1280, height: 900 };
 
@@ -55,7 +63,7 @@ try {
   assert.ok(order, "the tool part comes before the answer");
   const reasoning = answer().locator("details.reasoning");
   assert.equal(await reasoning.evaluate((d) => d.open), false, "reasoning is collapsed");
-  assert.match(await answer().locator(".usage").innerText(), /^fake-model · \d+ tokens in, 5 out · \d\d:\d\d$/);
+  assert.match(await answer().locator(".usage").innerText(), /^fake-model · \d+ tokens in, \d+ out · \d{1,2}:\d\d(\s?[AP]M)?$/);
   await page.getByText("The assistant says: There is one draft").waitFor({ state: "attached" });
   assert.equal(await page.locator('[aria-live="polite"]', { hasText: "The assistant says: There is one draft" }).count(), 1, "the answer is announced");
   await page.locator(".conv-list").getByRole("link", { name: /Which invoices are still drafts\?/ }).waitFor();
@@ -65,12 +73,13 @@ try {
 
   // 2. Issuing needs an approver: a card waits for one.
   await send("Please issue the Globex draft.");
-  const card = answer().locator(".approval-card");
-  await card.waitFor();
+  await answer().locator(".approval-card").waitFor();
+  const approvalId = await answer().locator(".approval-card").getAttribute("data-approval-id");
+  const card = page.locator(`.approval-card[data-approval-id="${approvalId}"]`);
   await card.getByText("Waiting for an approver.").waitFor();
+  assert.equal(await card.locator(".status").innerText(), "waiting");
   await answer().getByText("the request is waiting").waitFor();
   await ready();
-  const approvalId = await card.getAttribute("data-approval-id");
   await card.getByRole("heading", { name: "Issue invoice for Globex Corporation — 3,897.00 USD" }).waitFor();
   assert.match(await answer().locator('[data-tool="issue-invoice"]').innerText(), /needs an approver/);
   await noAlert("issue");
@@ -96,7 +105,7 @@ try {
   await card.locator(".status", { hasText: /^approved$/ }).waitFor({ timeout: 2000 });
   log(`3 the card showed "approved" ${Date.now() - approvedAt} ms after the click`);
   assert.equal(await page.evaluate(() => window.__sameDocument), true, "no reload");
-  await card.getByText("Approved by alice.").waitFor();
+  await card.getByText("Approved by alice. Continue to let the assistant finish.").waitFor();
   await shot(page, "chat-3-approved.png");
   const cont = card.getByRole("button", { name: "Continue" });
   await cont.focus();
@@ -105,7 +114,8 @@ try {
   await issued.waitFor();
   await ready();
   const number = (await issued.innerText()).match(/INV-\d{4}-\d{6}/)[0];
-  await page.locator(`[data-approval-id="${approvalId}"] .status`, { hasText: /^consumed$/ }).first().waitFor();
+  await card.locator(".status", { hasText: /^done$/ }).waitFor();
+  await card.getByText("Approved by alice; the invoice was issued.").waitFor();
   await noAlert("continue");
   await shot(page, "chat-3-issued.png");
 
@@ -174,17 +184,21 @@ try {
   await send("Draft an invoice for Globex.");
   const drafting = answer().locator('[data-tool="create-draft-invoice"][data-state="input-streaming"]');
   await drafting.waitFor();
-  await drafting.locator("pre.drafting").waitFor();
+  await drafting.locator(".drafting").waitFor();
   log("6 drafting:", (await drafting.innerText()).replace(/\s+/g, " "));
   const confirm = answer().getByRole("group", { name: /^Confirm: drafting an invoice$/ });
   await confirm.waitFor();
-  assert.match(await confirm.innerText(), /Support, December/);
+  const asked = await confirm.innerText();
+  assert.match(asked, /Customer\s+Globex Corporation/, "the customer by name, not id");
+  assert.match(asked, /Support, December\s+2\s+450\.00 USD\s+8\.25 %/, "the line in the customer's currency");
   await shot(page, "chat-6-confirm.png");
   await confirm.getByLabel("Reason for denying (optional)").fill("Not this month.");
   await confirm.getByRole("button", { name: "Deny" }).click();
   await answer().getByText("Understood: no draft.").waitFor();
   await ready();
-  assert.equal(await answer().locator('[data-tool="create-draft-invoice"]').getAttribute("data-state"), "output-denied");
+  const deniedTool = answer().locator('[data-tool="create-draft-invoice"]');
+  assert.equal(await deniedTool.getAttribute("data-state"), "output-denied");
+  assert.match(await deniedTool.innerText(), /you denied it \(“Not this month\.”\), so it was not done/);
   await send("Draft an invoice for Globex, please.");
   const again = answer().getByRole("group", { name: /^Confirm: drafting an invoice$/ });
   await again.waitFor();

@@ -23,9 +23,12 @@ export function launch() {
   });
 }
 
-export async function shot(page, dir, name) {
+// shot keeps the whole page, or with { fullPage: false } the window as
+// the user sees it (the chat's sticky composer and lists are drawn where
+// the window is, so a whole-page picture misplaces them).
+export async function shot(page, dir, name, { fullPage = true } = {}) {
   const file = path.join(dir, name);
-  await page.screenshot({ path: file, fullPage: true });
+  await page.screenshot({ path: file, fullPage });
   log("screenshot", file);
 }
 

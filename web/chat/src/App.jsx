@@ -9,6 +9,7 @@ import { Conversations } from './Conversations.jsx';
 import { InvoicePanel } from './InvoicePanel.jsx';
 import { Problem } from './Problem.jsx';
 import { explain, problemOf } from './errors.js';
+import { ApiContext } from './Summary.jsx';
 
 export function App({ config }) {
   const api = useMemo(() => createApi(config.csrf), [config.csrf]);
@@ -35,6 +36,7 @@ export function App({ config }) {
   }, []);
 
   return (
+    <ApiContext.Provider value={api}>
     <div className={`chat-layout${invoice ? ' with-invoice' : ''}`}>
       <Conversations api={api} current={id} version={listVersion} />
       <section className="conversation" aria-label="Conversation">
@@ -54,5 +56,6 @@ export function App({ config }) {
       </section>
       {invoice && <InvoicePanel id={invoice} onClose={() => setInvoice(null)} />}
     </div>
+    </ApiContext.Provider>
   );
 }

@@ -3,7 +3,7 @@
 // approved it (the agent then makes the call again, which now goes
 // through).
 import { useEffect, useId, useState } from 'react';
-import { approvalTitle } from './describe.js';
+import { approvalDone, approvalTitle } from './describe.js';
 
 function approvers(a) {
   const names = (a.decisions || []).filter((d) => d.decision === 'approve' && d.counts !== false).map((d) => d.approver.username);
@@ -20,7 +20,7 @@ function statusSentence(status, a, data) {
     case 'approved':
       return `Approved${a ? approvers(a) : ''}. Continue to let the assistant finish.`;
     case 'consumed':
-      return `Approved${a ? approvers(a) : ''} and done.`;
+      return `Approved${a ? approvers(a) : ''}; ${approvalDone(data.capability)}.`;
     case 'denied': {
       const d = a && (a.decisions || []).find((x) => x.decision === 'deny');
       return d ? `Denied by ${d.approver.username}${d.reason ? `: “${d.reason}”` : '.'}` : 'Denied.';
@@ -35,6 +35,10 @@ function statusSentence(status, a, data) {
       return status;
   }
 }
+
+// What the status badge says to a clerk (the inbox shows the statuses as
+// they are).
+const badges = { pending: 'waiting', consumed: 'done', superseded: 'outdated' };
 
 export function ApprovalCard({ data, watcher, canContinue, onContinue }) {
   const [approval, setApproval] = useState(null);
@@ -53,7 +57,7 @@ export function ApprovalCard({ data, watcher, canContinue, onContinue }) {
     <section className={`approval-card approval-${status}`} aria-labelledby={headingId} data-approval-id={data.approval_id}>
       <h3 id={headingId}>{approvalTitle(data.capability, approval)}</h3>
       <p role="status" className="approval-status">
-        <span className={`status status-${status}`}>{status}</span> {statusSentence(status, approval, data)}
+        <span className={`status status-${status}`}>{badges[status] || status}</span> {statusSentence(status, approval, data)}
       </p>
       {failed && <p className="muted small">The request’s status could not be read; it is shown as it was.</p>}
       <div className="actions">

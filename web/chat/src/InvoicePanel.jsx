@@ -17,15 +17,19 @@ export function InvoicePanel({ id, onClose }) {
       .then((html) => {
         const article = new DOMParser().parseFromString(html, 'text/html').querySelector('article.invoice');
         if (!article) throw new Error('failed');
-        // The article's heading is the page's h1; beside the chat it is a
-        // section's.
+        // The page's h1 ("Invoice INV-… issued") becomes the panel's
+        // heading, its status a badge under it.
         const h = article.querySelector('h1');
-        const title = h ? h.textContent.trim() : 'Invoice';
-        if (h) {
+        const badge = h && h.querySelector('.status');
+        const title = h ? h.firstChild.textContent.trim() : 'Invoice';
+        if (h) h.replaceWith(...(badge ? [badge] : []));
+        // The article's own sections sit under the panel's heading.
+        article.querySelectorAll('h2').forEach((h2) => {
           const h3 = document.createElement('h3');
-          h3.replaceChildren(...h.childNodes);
-          h.replaceWith(h3);
-        }
+          h3.replaceChildren(...h2.childNodes);
+          h3.id = h2.id;
+          h2.replaceWith(h3);
+        });
         if (!live) return;
         body.current.replaceChildren(document.importNode(article, true));
         setState({ title });

@@ -33,6 +33,16 @@ const actions = {
   'delete-invoice': 'Delete draft invoice',
 };
 
+const done = {
+  'issue-invoice': 'the invoice was issued',
+  'delete-invoice': 'the draft invoice was deleted',
+};
+
+// approvalDone says what using an approval did.
+export function approvalDone(capability) {
+  return done[capability] || 'it was done';
+}
+
 // approvalTitle names what a request would do, from GET /v1/approvals/{id}
 // (or, before that arrives, from the data part alone).
 export function approvalTitle(capability, approval) {

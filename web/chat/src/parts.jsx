@@ -4,6 +4,7 @@ import { useId, useState } from 'react';
 import { getToolName } from 'ai';
 import { Markdown } from './Markdown.jsx';
 import { toolPhrase } from './describe.js';
+import { InputSummary } from './Summary.jsx';
 
 function json(v) {
   return v === undefined ? '' : JSON.stringify(v, null, 2);
@@ -52,7 +53,7 @@ function Confirm({ part, onAnswer }) {
       <p>
         <strong>The assistant asks to {name.replace(/-/g, ' ')}:</strong>
       </p>
-      <pre>{json(part.input)}</pre>
+      <InputSummary input={part.input} />
       <label htmlFor={reasonId} className="small">Reason for denying (optional)</label>
       <input id={reasonId} value={reason} onChange={(e) => setReason(e.target.value)} maxLength={500} />
       <div className="actions">
@@ -79,8 +80,10 @@ function toolLine(part, name) {
       return { text: `${doing}: waiting for your answer`, cls: 'asking' };
     case 'approval-responded':
       return { text: part.approval && part.approval.approved ? `${doing}: you approved` : `${doing}: you denied`, cls: 'running' };
-    case 'output-denied':
-      return { text: `${doing}: you denied it, so it was not done`, cls: 'denied' };
+    case 'output-denied': {
+      const why = part.approval && part.approval.reason;
+      return { text: `${doing}: you denied it${why ? ` (“${why}”)` : ''}, so it was not done`, cls: 'denied' };
+    }
     case 'output-error':
       return { text: `${doing} failed: ${part.errorText}`, cls: 'failed' };
     case 'output-available':
@@ -107,10 +110,12 @@ export function ToolPart({ part, ready, onAnswer, onShowInvoice }) {
         </button>
       )}
       {part.state === 'input-streaming' && part.input !== undefined && (
-        <pre className="drafting" aria-label="What is being drafted">{json(part.input)}</pre>
+        <div className="drafting" aria-label="What is being drafted">
+          <InputSummary input={part.input} />
+        </div>
       )}
       {part.state === 'approval-requested' && <Confirm part={part} onAnswer={onAnswer} />}
-      {!['input-streaming', 'approval-requested'].includes(part.state) && <Details part={part} />}
+      {part.state !== 'input-streaming' && <Details part={part} />}
     </div>
   );
 }
