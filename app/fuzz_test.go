@@ -104,6 +104,8 @@ var fuzzRoutes = []fuzzRoute{
 	// Added routes go last: the corpus names routes by index.
 	{"GET", "/v1/invoices/{}/pdf", idInvoice},
 	{"GET", "/invoices/{}/pdf", idInvoice},
+	{"GET", "/chat", idNone},
+	{"GET", "/chat/{}", idConversation},
 }
 
 // fuzzInput is one fuzzed request.
