@@ -106,6 +106,7 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/invoices/{}/pdf", idInvoice},
 	{"GET", "/chat", idNone},
 	{"GET", "/chat/{}", idConversation},
+	{"GET", "/approvals/{}/conversation", idApproval},
 }
 
 // fuzzInput is one fuzzed request.

@@ -104,6 +104,7 @@ func (a *App) Routes(e *echo.Echo) {
 	e.POST("/logout", w.Page(w.Logout), sec)
 	e.GET("/inbox", w.Page(w.Inbox), sec)
 	e.GET("/approvals/:id", w.Page(w.Approval), sec)
+	e.GET("/approvals/:id/conversation", w.Page(w.RequestConversation), sec)
 	e.POST("/approvals/:id/approve", w.Page(w.Decide(approvals.DecisionApprove)), sec)
 	e.POST("/approvals/:id/deny", w.Page(w.Decide(approvals.DecisionDeny)), sec)
 	e.GET("/invoices", w.Page(w.Invoices), sec)

@@ -87,18 +87,11 @@ func (s *chatStory) answer(req fakeopenai.Request) fakeopenai.Reply {
 	return fakeopenai.Reply{Text: "You are welcome."}
 }
 
-// TestBrowserChatStory is issue 16's story in Chromium: a clerk works
-// through the chat page (a read, an issue that waits for an approver, who
-// approves in the inbox in a second browser context while the clerk's card
-// updates live, a reload mid-answer, Stop, a bound tool denied then
-// approved, untrusted model output), with the fake OpenAI-compatible model
-// behind the real service, and axe-core checks /chat, /inbox and an
-// approval page. Screenshots of each step go to the artifact directory.
-func TestBrowserChatStory(t *testing.T) {
-	t.Parallel()
-	ensureChromium(t)
-	node, e2eDir := nodetest.Install(t, "e2e", "axe-core/package.json")
-
+// setupChat is the service behind a fake model answering chatStory, with
+// the clerk carl (Carl Clerk), the approver alice (Alice Approver) and a
+// draft for Globex Corporation.
+func setupChat(t *testing.T) (*bundle, *chatStory, *fakeopenai.Server) {
+	t.Helper()
 	story := &chatStory{}
 	fm := fakeopenai.New(t, story.answer)
 	prov, err := model.NewOpenAI(model.OpenAIConfig{BaseURL: fm.URL + "/v1", APIKey: "test-key", Model: "fake-model", MaxRetries: -1})
@@ -114,6 +107,24 @@ func TestBrowserChatStory(t *testing.T) {
 	draft := invoicetest.Draft(ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &cust.ID, Currency: "USD",
 		Lines: []invoices.LineInput{{Description: "Consulting, 3 days", Quantity: 3, UnitAmount: 120000, TaxRateBPS: 825}}})
 	story.draftID, story.customerID = draft.ID.String(), cust.ID.String()
+	return b, story, fm
+}
+
+// TestBrowserChatStory is issue 16's story in Chromium: a clerk works
+// through the chat page (a read, an issue that waits for an approver, who
+// approves in the inbox in a second browser context while the clerk's card
+// updates live, a reload mid-answer, Stop, a bound tool denied then
+// approved, untrusted model output), with the fake OpenAI-compatible model
+// behind the real service, and axe-core checks /chat, /inbox and an
+// approval page. Screenshots of each step go to the artifact directory.
+func TestBrowserChatStory(t *testing.T) {
+	t.Parallel()
+	ensureChromium(t)
+	node, e2eDir := nodetest.Install(t, "e2e", "axe-core/package.json")
+
+	b, story, fm := setupChat(t)
+	ctx := context.Background()
+	draft := uuid.MustParse(story.draftID)
 
 	out := t.ArtifactDir()
 	t.Logf("screenshots: %s", out)
@@ -124,7 +135,7 @@ func TestBrowserChatStory(t *testing.T) {
 	cmd.Env = append(os.Environ(), "BASE_URL="+b.h.URL, "OUT_DIR="+out, "CLERK=carl", "APPROVER=alice", "PASSWORD="+testPassword)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	t.Logf("node chat.mjs:\n%s", stderr.String())
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
@@ -139,12 +150,12 @@ func TestBrowserChatStory(t *testing.T) {
 
 	// Issued exactly once, under the approval the approver gave in the
 	// inbox, with the number the clerk read.
-	inv, err := invoices.InvoiceGetByID(ctx, b.h.Pool, draft.ID)
+	inv, err := invoices.InvoiceGetByID(ctx, b.h.Pool, draft)
 	require.NoError(t, err)
 	require.Equal(t, invoices.StatusIssued, inv.Status)
 	require.Equal(t, seen.Number, *inv.Number)
 	var issuedEvents int
-	require.NoError(t, b.h.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE type = 'invoice.issued' AND subject_id = $1`, draft.ID.String()).Scan(&issuedEvents))
+	require.NoError(t, b.h.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE type = 'invoice.issued' AND subject_id = $1`, draft.String()).Scan(&issuedEvents))
 	require.Equal(t, 1, issuedEvents)
 	a := b.approval(t, uuid.MustParse(seen.ApprovalID))
 	require.Equal(t, approvals.StatusConsumed, a.Status)

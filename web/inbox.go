@@ -191,8 +191,10 @@ type approvalView struct {
 	names people
 	// Lets says what approving does, for a viewer who may decide; Done
 	// what happened once the approval was used.
-	Lets       string
-	Done       string
+	Lets string
+	Done string
+	// Admin may read the conversation an agent asked in.
+	Admin      bool
 	A          *approvals.Approval
 	Snapshot   *snapshotView
 	RawSnap    string
@@ -260,7 +262,8 @@ func (h *Handler) viewApproval(ctx context.Context, viewer *identity.User, a *ap
 	if err != nil {
 		return nil, err
 	}
-	v := &approvalView{Row: rowOf(a, names), names: names, A: a, Decisions: a.Decisions, Done: actionOf(a.Capability).done}
+	v := &approvalView{Row: rowOf(a, names), names: names, A: a, Decisions: a.Decisions, Done: actionOf(a.Capability).done,
+		Admin: viewer.Role == identity.RoleAdmin}
 	var snap snapshotView
 	if len(a.Snapshot) > 0 && json.Unmarshal(a.Snapshot, &snap) == nil && snap.Currency != "" {
 		if snap.Series == "" {
