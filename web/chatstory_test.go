@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -193,4 +195,36 @@ func TestBrowserChatStory(t *testing.T) {
 		require.Greater(t, st.Size(), int64(5000), "%s looks empty", f)
 	}
 	fmt.Fprintln(os.Stderr)
+}
+
+// TestBrowserChatErrors: what the chat page says when the server refuses
+// (no model configured, a message over the limit, a session that ended),
+// each a sentence with a way on (e2e/chat-errors.mjs).
+func TestBrowserChatErrors(t *testing.T) {
+	t.Parallel()
+	ensureChromium(t)
+	node, e2eDir := nodetest.Install(t, "e2e", "axe-core/package.json")
+	b, _, _ := setupChat(t)
+	noModel := setup(t)
+	noModel.user(t, "carl", identity.RoleClerk)
+	control := http.NewServeMux()
+	control.HandleFunc("POST /signout", func(w http.ResponseWriter, r *http.Request) {
+		_, err := b.h.Pool.Exec(r.Context(), `DELETE FROM web_sessions`)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	})
+	ctl := httptest.NewServer(control)
+	t.Cleanup(ctl.Close)
+
+	out := t.ArtifactDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "chat-errors.mjs")
+	cmd.Dir = e2eDir
+	cmd.Env = append(os.Environ(), "BASE_URL="+b.h.URL, "NO_MODEL_URL="+noModel.h.URL, "CONTROL_URL="+ctl.URL,
+		"OUT_DIR="+out, "CLERK=carl", "PASSWORD="+testPassword)
+	logs, err := cmd.CombinedOutput()
+	t.Logf("node chat-errors.mjs:\n%s", logs)
+	require.NoError(t, err)
 }
