@@ -32,9 +32,12 @@ try {
   await send(page, "Hello?");
   let alert = page.getByRole("alert");
   await alert.waitFor();
+  // Nothing was stored: the message is back in the box, not in the list.
+  assert.equal(await page.getByLabel("Message", { exact: true }).inputValue(), "Hello?");
+  assert.equal(await page.locator("li.msg").count(), 0);
   assert.match(await alert.innerText(), /^The assistant is not set up on this server: an administrator has to configure a model\. .*INVOICED_MODEL_PROVIDER.* The inbox and the invoices work meanwhile\.$/s);
   assert.equal(await alert.getByRole("button").count(), 0, "nothing to retry until a model is set");
-  await shot(page, OUT, "chat-error-503.png");
+  await shot(page, OUT, "chat-error-503.png", { fullPage: false });
   log("503 said");
 
   // 422: a message over the limit names it, and the way on.
@@ -43,8 +46,10 @@ try {
   alert = page.getByRole("alert");
   await alert.waitFor();
   assert.match(await alert.innerText(), /64 KiB|65536/);
+  assert.equal((await page.getByLabel("Message", { exact: true }).inputValue()).length, 70 * 1024);
+  assert.equal(await page.locator("li.msg").count(), 0);
   await alert.getByRole("button", { name: "Start a new conversation" }).waitFor();
-  await shot(page, OUT, "chat-error-422.png");
+  await shot(page, OUT, "chat-error-422.png", { fullPage: false });
   log("422 said");
 
   // 401: the session ended meanwhile.

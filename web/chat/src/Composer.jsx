@@ -1,18 +1,18 @@
 // The message box: Enter sends, Shift+Enter starts a new line; while an
 // answer is being written, Stop replaces Send (the box stays open for the
 // next message).
-import { useId, useState } from 'react';
+import { useId } from 'react';
 
-export function Composer({ busy, status, onSend, onStop }) {
-  const [text, setText] = useState('');
+// text is the conversation's: a refused message comes back to the box.
+export function Composer({ text, setText, busy, status, onSend, onStop }) {
   const id = useId();
   const hintId = useId();
   const submit = (e) => {
     e.preventDefault();
     const t = text.trim();
     if (!t || busy) return;
-    onSend(t);
     setText('');
+    onSend(t);
   };
   return (
     <form className="composer" onSubmit={submit}>

@@ -30,6 +30,7 @@ export const continueText = 'The approval came through. Please go on.';
 
 export function Conversation({ id, initialMessages, api, watcher, onOpenInvoice, onSent }) {
   const [local, setLocal] = useState(null);
+  const [draft, setDraft] = useState('');
   const [announcement, setAnnouncement] = useState('');
   const transport = useMemo(
     () =>
@@ -56,6 +57,17 @@ export function Conversation({ id, initialMessages, api, watcher, onOpenInvoice,
     // handled already: showing the invoice again is harmless.
     onToolCall: ({ toolCall }) => {
       if (toolCall.toolName === 'show-invoice') showInvoice(toolCall.toolCallId, toolCall.input.invoice_id);
+    },
+    // A refused send stored nothing (the server refuses before it
+    // writes): the message leaves the list and goes back to the box.
+    onError: (err) => {
+      if (typeof err.statusCode !== 'number' || err.url !== '/v1/chat') return;
+      setMessages((ms) => {
+        const last = ms.at(-1);
+        if (!last || last.role !== 'user') return ms;
+        setDraft(textOf(last));
+        return ms.slice(0, -1);
+      });
     },
     onFinish: ({ message }) => {
       const text = message && message.role === 'assistant' ? textOf(message) : '';
@@ -144,7 +156,7 @@ export function Conversation({ id, initialMessages, api, watcher, onOpenInvoice,
         {announcement}
       </p>
       {shown && <Problem explained={shown} ways={ways} />}
-      <Composer busy={busy} status={status} onSend={send} onStop={stopAnswer} />
+      <Composer text={draft} setText={setDraft} busy={busy} status={status} onSend={send} onStop={stopAnswer} />
     </>
   );
 }
