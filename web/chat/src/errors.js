@@ -31,10 +31,17 @@ function sentence(s) {
 
 // explain returns { text, ways } for a problem. ways name the buttons:
 // 'reload' (from the server), 'follow', 'stop', 'new', 'signin', 'page'.
+// fieldSentence says a refused field in the clerk's words: the text they
+// typed is "your message", not messages.parts.text.
+function fieldSentence(e) {
+  return /parts\.text$/.test(e.field) ? sentence(`your message ${e.message}`) : sentence(`the ${e.field} ${e.message}`);
+}
+
 export function explain(p) {
   // A field's refusal says more than the summary ("The request has
   // invalid fields").
-  const fields = (p.errors || []).map((e) => sentence(`the ${e.field} ${e.message}`)).join(' ');
+  const fields = (p.errors || []).map(fieldSentence).join(' ');
+  const ownText = (p.errors || []).some((e) => /parts\.text$/.test(e.field));
   const detail = fields || sentence(p.detail);
   switch (true) {
     case p.network:
@@ -53,6 +60,8 @@ export function explain(p) {
       return { text: detail || 'The server refused this because something changed meanwhile.', ways: ['reload'] };
     case p.status === 413:
       return { text: `The message is too large to send. ${detail} Shorten it, or start a new conversation.`, ways: ['new'] };
+    case p.status === 422 && ownText:
+      return { text: `${detail} It is back in the box below: shorten it, or send it in parts.`, ways: [] };
     case p.status === 422:
       return { text: detail || 'The server could not accept this message.', ways: ['reload', 'new'] };
     case p.code === 'MODEL_NOT_CONFIGURED':
