@@ -43,6 +43,16 @@ try {
   // Ready: no answer is being written (Send replaces Stop).
   const ready = () => page.getByRole("button", { name: "Send" }).waitFor({ timeout: 20000 });
   const answer = () => page.locator("li.msg-assistant").last();
+  // tabTo moves the focus back from the message box with Shift+Tab until
+  // the button named name has it: the way a keyboard user gets there.
+  const tabTo = async (name) => {
+    await composer.focus();
+    for (let i = 0; i < 80; i++) {
+      await page.keyboard.press("Shift+Tab");
+      if (await page.evaluate((n) => document.activeElement?.tagName === "BUTTON" && document.activeElement.textContent.trim() === n, name)) return;
+    }
+    assert.fail(`${name} is not reachable with the keyboard`);
+  };
   const noAlert = async (step) => assert.equal(await page.getByRole("alert").count(), 0, `${step}: no error shown`);
 
   // 1. A read tool, then the answer.
@@ -107,8 +117,7 @@ try {
   assert.equal(await page.evaluate(() => window.__sameDocument), true, "no reload");
   await card.getByText("Approved by alice. Continue to let the assistant finish.").waitFor();
   await shot(page, "chat-3-approved.png");
-  const cont = card.getByRole("button", { name: "Continue" });
-  await cont.focus();
+  await tabTo("Continue");
   await page.keyboard.press("Enter");
   const issued = answer().getByText(/issued as INV-\d{4}-\d{6}/);
   await issued.waitFor();
@@ -202,7 +211,7 @@ try {
   await send("Draft an invoice for Globex, please.");
   const again = answer().getByRole("group", { name: /^Confirm: drafting an invoice$/ });
   await again.waitFor();
-  await again.getByRole("button", { name: "Approve" }).focus();
+  await tabTo("Approve");
   await page.keyboard.press("Space");
   await answer().getByText("Drafted it.").waitFor();
   await ready();
