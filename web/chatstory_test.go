@@ -71,12 +71,12 @@ func (s *chatStory) answer(req fakeopenai.Request) fakeopenai.Reply {
 	case strings.Contains(user, "Show me that invoice"):
 		return fakeopenai.Reply{Text: "It is beside the chat."}
 	case strings.Contains(user, "Tell me a story"):
-		return fakeopenai.Reply{Text: storyWords("story", 40), WordDelay: 75 * time.Millisecond}
+		return fakeopenai.Reply{Text: storyWords("story", 60), WordDelay: 75 * time.Millisecond}
 	case strings.Contains(user, "endless tale"):
 		return fakeopenai.Reply{Text: storyWords("tale", 400), WordDelay: 50 * time.Millisecond}
 	case strings.Contains(user, "Draft an invoice") && step == 0:
 		r := call(invoices.CapCreateDraft, `{"customer_id":"`+s.customerID+`","lines":[{"description":"Support, December","quantity":2,"unit_amount":45000,"tax_rate_bps":825}]}`)
-		r.ArgChunk, r.ArgDelay = 16, 60*time.Millisecond
+		r.ArgChunk, r.ArgDelay = 16, 100*time.Millisecond
 		return r
 	case strings.Contains(user, "Draft an invoice"):
 		if results := req.ToolResults(); len(results) == 1 && strings.Contains(results[0], "CONFIRMATION_INVALID") {

@@ -143,8 +143,9 @@ try {
   // 4. A reload mid-answer resumes it; the page is then the server's copy.
   await send("Tell me a story.");
   await answer().getByText(/Once upon a time story/).waitFor();
+  const resumed = page.waitForResponse((r) => r.url() === `${BASE}/v1/chat/${conversation}/stream`);
   await page.reload();
-  await page.getByRole("button", { name: "Stop" }).waitFor();
+  assert.equal((await resumed).status(), 200, "the reloaded page follows the run (GET …/stream)");
   await answer().getByText(/The end\.$/).waitFor({ timeout: 15000 });
   await ready();
   await noAlert("resume");
