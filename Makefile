@@ -10,7 +10,7 @@ DATABASE_URL ?= $(PGHOST_URL)/invoiced?sslmode=disable
 INVOICED_TEST_DATABASE_URL ?= $(PGHOST_URL)/postgres?sslmode=disable
 export DATABASE_URL INVOICED_TEST_DATABASE_URL
 
-.PHONY: build run test vet chat-bundle bench-testdb bench-issue bench-chat bench-mcp bench-pdf clean
+.PHONY: build run test vet chat-bundle bench-testdb bench-issue bench-chat bench-chat-long bench-mcp bench-pdf clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/invoiced
@@ -43,9 +43,14 @@ bench-testdb:
 bench-issue:
 	$(GO) run ./bench/issue -admin-url "$(INVOICED_TEST_DATABASE_URL)" $(BENCH_ISSUE_FLAGS)
 
-## bench-chat: POST /v1/chat (scripted model, one read tool call + text) vs an ai@7 streamText peer, at 1/8/32.
+## bench-chat: POST /v1/chat (scripted model, one read tool call + text, every run logged) vs an ai@7
+## streamText peer, plain and resumable (resumable-stream over the local Redis), at 1/8/32.
 bench-chat:
 	$(GO) run ./steploop/internal/benchchat
+
+## bench-chat-long: a turn at message 400 of a conversation vs at message 2 and 4, in last-message mode.
+bench-chat-long:
+	$(GO) run ./steploop/internal/benchchat long
 
 ## bench-mcp: get-customer over MCP tools/call vs POST /v1/capabilities/{name}/invoke, at 1/8/32 (BENCHMARKS.md).
 bench-mcp:

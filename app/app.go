@@ -54,6 +54,9 @@ type Config struct {
 	EventsHeartbeat time.Duration
 	// MCP tunes the /mcp endpoint; a zero Heartbeat takes EventsHeartbeat.
 	MCP mcp.Options
+	// Chat bounds chat runs and conversations (INVOICED_CHAT_*); zero
+	// fields take steploop's defaults.
+	Chat steploop.Limits
 }
 
 // App holds the services and handlers of one running service.
@@ -95,7 +98,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 			return nil, err
 		}
 	}
-	ctl, err := a.startChat(cfg.Model)
+	ctl, err := a.startChat(ctx, cfg.Model, cfg.Chat)
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -140,8 +143,9 @@ func ConsequentialCapabilities() []string {
 
 // startChat builds the step loop over the capability registry, with the
 // frontend tools and the confirm controller for bound capabilities
-// (ADR-0005: wait mode, stated in confirm.AgentToolset).
-func (a *App) startChat(m model.Provider) (*confirm.Controller, error) {
+// (ADR-0005: wait mode, stated in confirm.AgentToolset), and starts its
+// listener for the run log.
+func (a *App) startChat(ctx context.Context, m model.Provider, limits steploop.Limits) (*confirm.Controller, error) {
 	ctl, err := confirm.NewController(confirm.Config{
 		Registry: confirm.NewPostgres(a.pool),
 		Mode:     confirm.AgentToolset.Confirmations,
@@ -152,8 +156,12 @@ func (a *App) startChat(m model.Provider) (*confirm.Controller, error) {
 	a.chat, err = steploop.New(steploop.Config{
 		DB: a.pool, Model: m, Tools: a.caps, Confirm: ctl, Log: a.log,
 		Frontend: []steploop.FrontendTool{steploop.ShowInvoice},
+		Limits:   limits, Listen: a.pool.Config().ConnConfig,
 	})
-	return ctl, err
+	if err != nil {
+		return nil, err
+	}
+	return ctl, a.chat.Start(ctx)
 }
 
 // Sweep intervals. Each sweep only deletes or expires what is already
@@ -163,6 +171,10 @@ const (
 	// approvalSweepInterval bounds how late a waiting client learns that a
 	// request expired: 30 s.
 	approvalSweepInterval = 30 * time.Second
+	// chatRunSweepInterval bounds how long a finished chat run's log
+	// outlives its replay window, and how late a run whose replica died is
+	// stored when nobody asks for it: 30 s.
+	chatRunSweepInterval = 30 * time.Second
 	// housekeepingInterval is for rows nobody waits on (used
 	// confirmations, idempotency keys past 24 h, dead sessions): 5 min.
 	housekeepingInterval = 5 * time.Minute
@@ -195,6 +207,7 @@ func (a *App) startSweeps(ctx context.Context, ctl *confirm.Controller, sessionI
 		_, err := ctl.Sweep(ctx)
 		return err
 	})
+	a.every(bg, "chat runs", chatRunSweepInterval, a.chat.SweepRuns)
 	a.every(bg, "idempotency keys", housekeepingInterval, func(ctx context.Context) error {
 		_, err := idempotency.KeySweep(ctx, a.pool)
 		return err
@@ -250,5 +263,8 @@ func (a *App) Close() {
 	}
 	if a.approvalHub != nil {
 		a.approvalHub.Close()
+	}
+	if a.chat != nil {
+		a.chat.Close()
 	}
 }

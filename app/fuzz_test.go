@@ -104,6 +104,9 @@ var fuzzRoutes = []fuzzRoute{
 	// Added routes go last: the corpus names routes by index.
 	{"GET", "/v1/invoices/{}/pdf", idInvoice},
 	{"GET", "/invoices/{}/pdf", idInvoice},
+	{"GET", "/v1/chat/{}/stream", idConversation},
+	{"POST", "/v1/chat/{}/stop", idConversation},
+	{"GET", "/v1/conversations", idNone},
 	{"GET", "/chat", idNone},
 	{"GET", "/chat/{}", idConversation},
 	{"GET", "/approvals/{}/conversation", idApproval},

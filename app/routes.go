@@ -89,6 +89,9 @@ func (a *App) Routes(e *echo.Echo) {
 	e.Server.RegisterOnShutdown(a.chat.Shutdown)
 	chatters := identity.RequireRole(identity.RoleClerk, identity.RoleAdmin)
 	v1.POST("/chat", a.chat.Chat, chatters)
+	v1.GET("/chat/:id/stream", a.chat.Resume, chatters)
+	v1.POST("/chat/:id/stop", a.chat.Stop, chatters)
+	v1.GET("/conversations", a.chat.ConversationList, chatters)
 	v1.GET("/conversations/:id", a.chat.ConversationGet, chatters)
 
 	// The back-office inbox: HTML pages outside /v1 (DESIGN.md §6), never

@@ -2,7 +2,10 @@
 // lastAssistantMessageIsCompleteWithApprovalResponses) drive POST /v1/chat.
 // Run by steploop's Go test, which starts invoiced and a fake
 // OpenAI-compatible model server and sets INVOICED_URL and INVOICED_TOKEN
-// (and INVOICED_APP_* for the whole service, see scenario 4).
+// (and INVOICED_APP_* for the whole service, see scenario 4), once per
+// request mode: INVOICED_REQUEST_MODE=full sends the whole message list
+// (ai@7's default body), =last only the last message, as the README's
+// prepareSendMessagesRequest does.
 // Prints one JSON line of observations for the Go side; exits non-zero on a
 // failed assertion.
 import assert from 'node:assert/strict';
@@ -23,6 +26,8 @@ const appToken = process.env.INVOICED_APP_TOKEN;
 const approverToken = process.env.INVOICED_APPROVER_TOKEN;
 const draftId = process.env.INVOICED_DRAFT_ID;
 assert.ok(appBase && appToken && approverToken && draftId, 'INVOICED_APP_URL, INVOICED_APP_TOKEN, INVOICED_APPROVER_TOKEN and INVOICED_DRAFT_ID must be set');
+const mode = process.env.INVOICED_REQUEST_MODE;
+assert.ok(mode === 'full' || mode === 'last', 'INVOICED_REQUEST_MODE must be full or last');
 
 // A minimal ChatState, as a framework binding (React, Vue, …) would keep it.
 class State {
@@ -52,6 +57,7 @@ class Chat extends AbstractChat {
         api: `${server.base}/v1/chat`,
         headers: { Authorization: `Bearer ${server.token}` },
         fetch: countingFetch,
+        prepareSendMessagesRequest: mode === 'last' ? ({ id, messages }) => ({ body: { id, message: messages.at(-1) } }) : undefined,
       }),
       sendAutomaticallyWhen: ({ messages }) =>
         lastAssistantMessageIsCompleteWithApprovalResponses({ messages }) ||

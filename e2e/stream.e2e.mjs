@@ -207,25 +207,51 @@ for (const approved of [true, false]) {
   await followUp(name, chat);
   await compare(`${name}(after follow-up)`, chat, id);
 }
-// The user presses stop (useChat's stop()) mid-stream.
+// The README's stop button: POST /v1/chat/{id}/stop, which answers once
+// the run has ended (200), or 204 when it had ended already. A client
+// still reading gets the run's end (abort, then finish "interrupted"):
+// its copy is the stored one, and its next message is accepted.
+async function stopRoute(name, id) {
+  const r = await fetch(`${base}/v1/chat/${id}/stop`, { method: 'POST', headers: { Authorization: `Bearer ${token}` } });
+  if (r.status !== 200 && r.status !== 204) fail(`${name}: the stop route answered ${r.status}: ${await r.text()}`);
+  return r.status;
+}
 for (const at of [300, 1950]) {
   const name = `stop@${at}`;
   const id = `conf-stop-${at}-${Date.now()}`;
   const chat = new Chat(id);
   const pr = chat.sendMessage({ text: 'slow' });
   await sleep(at);
-  await chat.stop();
+  const status = await stopRoute(name, id);
   await pr;
   await settle(chat);
-  await sleep(500); // let the server store what completed
-  note(`${name}: status=${chat.status}`);
-  // What the server stored may hold more than the client received before
-  // it stopped; the README's recovery is to reload the conversation.
-  chat.messages = await getConversation(id);
+  note(`${name}: status=${chat.status} stop route=${status}`);
+  await compare(name, chat, id);
   await followUp(name, chat);
   await compare(`${name}(after follow-up)`, chat, id);
 }
-
+// useChat's stop() as well (it aborts the fetch): the client keeps what
+// reached it, a prefix of what the server stored, and its next message is
+// accepted without a reload.
+for (const at of [300, 1950]) {
+  const name = `stop()+route@${at}`;
+  const id = `conf-abort-${at}-${Date.now()}`;
+  const chat = new Chat(id);
+  const pr = chat.sendMessage({ text: 'slow' });
+  await sleep(at);
+  await chat.stop();
+  const status = await stopRoute(name, id);
+  await pr;
+  await settle(chat);
+  note(`${name}: status=${chat.status} stop route=${status}`);
+  await followUp(name, chat);
+  const server = norm(await getConversation(id));
+  const client = norm(chat.messages);
+  const cut = (c, s) => c.parts.length <= s.parts.length && c.parts.every((p, i) => p.type === s.parts[i].type && (p.text === undefined || s.parts[i].text.startsWith(p.text)));
+  if (server.length !== client.length || !client.every((m, i) => i === 1 ? cut(m, server[i]) : isDeepStrictEqual(m, server[i]))) {
+    fail(`${name}(after follow-up): the client's copy is not the stored one, cut where it stopped:\n  client=${JSON.stringify(client)}\n  server=${JSON.stringify(server)}`);
+  }
+}
 
 {
   const name = 'stop-during-server-tool';
@@ -233,16 +259,16 @@ for (const at of [300, 1950]) {
   const chat = new Chat(id);
   const pr = chat.sendMessage({ text: 'sleeptool' });
   await sleep(300);
-  await chat.stop();
+  await stopRoute(name, id);
   await pr;
   await settle(chat);
-  await sleep(1200);
   note(`${name}: status=${chat.status} client parts=${JSON.stringify(norm(chat.messages).at(-1)?.parts)}`);
-  // The tool that was running finished and is stored with its result; the
-  // client stopped before it. Reload, then go on.
+  // The tool that was running finished and is stored with its result, as
+  // the client holds it; the next model step did not run.
   const stored = await getConversation(id);
   if (stored.at(-1)?.parts.find((x) => x.type === 'tool-sleep-thing')?.state !== 'output-available') fail(`${name}: the running tool's result was not stored`);
-  chat.messages = stored;
+  if (stored.at(-1)?.metadata?.finishReason !== 'interrupted') fail(`${name}: the stored answer is not marked interrupted: ${JSON.stringify(stored.at(-1)?.metadata)}`);
+  await compare(name, chat, id);
   await followUp(name, chat);
   await compare(`${name}(after follow-up)`, chat, id);
 }

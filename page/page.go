@@ -22,10 +22,12 @@ const (
 
 // Cursor is a keyset position in (created_at, id) order. Clients get it as
 // an opaque string: base64url of a small JSON object, so its shape can
-// change without breaking them.
+// change without breaking them. A row's id is a UUID (ID), or the text a
+// client chose (Key: a chat's conversation id); exactly one is set.
 type Cursor struct {
 	CreatedAt time.Time `json:"t"`
-	ID        uuid.UUID `json:"id"`
+	ID        uuid.UUID `json:"id,omitzero"`
+	Key       string    `json:"k,omitempty"`
 }
 
 // Encode returns the opaque form.
@@ -34,17 +36,36 @@ func (c Cursor) Encode() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// ParseCursor decodes a non-empty opaque cursor; anything this service
-// did not produce is a 422 naming the cursor field.
+// ParseCursor decodes a non-empty opaque cursor of a list of rows with
+// UUIDs; anything this service did not produce for such a list is a 422
+// naming the cursor field.
 func ParseCursor(s string) (*Cursor, error) {
-	bad := problem.Invalid("cursor", "is not a cursor this service returned; pass next_cursor from the previous page unchanged")
+	c, err := parseCursor(s)
+	if err != nil || c.ID == uuid.Nil || c.Key != "" {
+		return nil, badCursor
+	}
+	return c, nil
+}
+
+// ParseKeyCursor is ParseCursor for a list of rows with text ids (Key).
+func ParseKeyCursor(s string) (*Cursor, error) {
+	c, err := parseCursor(s)
+	if err != nil || c.Key == "" || c.ID != uuid.Nil {
+		return nil, badCursor
+	}
+	return c, nil
+}
+
+var badCursor = problem.Invalid("cursor", "is not a cursor this service returned; pass next_cursor from the previous page unchanged")
+
+func parseCursor(s string) (*Cursor, error) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return nil, bad
+		return nil, badCursor
 	}
 	var c Cursor
-	if err := json.Unmarshal(b, &c); err != nil || c.ID == uuid.Nil || c.CreatedAt.IsZero() {
-		return nil, bad
+	if err := json.Unmarshal(b, &c); err != nil || c.CreatedAt.IsZero() {
+		return nil, badCursor
 	}
 	return &c, nil
 }

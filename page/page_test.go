@@ -114,3 +114,21 @@ func FuzzParseCursor(f *testing.F) {
 		require.True(t, again.CreatedAt.Equal(got.CreatedAt) && again.ID == got.ID, "%q", s)
 	})
 }
+
+// A list of rows with text ids (a chat's conversations) pages by a cursor
+// of its own kind; neither kind is taken for the other.
+func TestKeyCursorsAreTheirOwnKind(t *testing.T) {
+	t.Parallel()
+	k := page.Cursor{CreatedAt: time.Date(2026, 3, 1, 12, 0, 0, 123456000, time.UTC), Key: "chat-1"}
+	got, err := page.ParseKeyCursor(k.Encode())
+	require.NoError(t, err)
+	require.Equal(t, "chat-1", got.Key)
+	require.True(t, k.CreatedAt.Equal(got.CreatedAt))
+	_, err = page.ParseCursor(k.Encode())
+	requireCursorRefused(t, err, "a key cursor for a UUID list")
+	u := page.Cursor{CreatedAt: k.CreatedAt, ID: uuid.Must(uuid.NewV7())}
+	_, err = page.ParseKeyCursor(u.Encode())
+	requireCursorRefused(t, err, "a UUID cursor for a key list")
+	_, err = page.ParseKeyCursor(base64.RawURLEncoding.EncodeToString([]byte(`{"t":"2026-01-01T00:00:00Z"}`)))
+	requireCursorRefused(t, err, "neither")
+}

@@ -162,3 +162,40 @@ func TestChatAccessConversationPastTheBodyLimitNamesIt(t *testing.T) {
 	require.Contains(t, string(res.Body), "1M")
 	require.Contains(t, string(res.Body), "INVOICED_BODY_LIMIT")
 }
+
+// The run routes and the conversation list follow the chat's rules: an
+// approver is 403 on each, anonymous requests are 401, and with the
+// inbox's session cookie the stop route (a POST) needs the session's CSRF
+// token while the stream and the list (GETs) do not.
+func TestChatAccessRunRoutesFollowTheChatRules(t *testing.T) {
+	t.Parallel()
+	h, rec, _ := setupGates(t)
+	scriptInto(t, rec)
+	ctx := context.Background()
+	_, approver := h.User(t, "ap", identity.RoleApprover)
+	clerk, clerkToken := h.User(t, "ck", identity.RoleClerk)
+	r := h.Do(t, http.MethodPost, "/v1/chat", clerkToken, chatBody("acc-runs", userMsg("u1", "hello")))
+	require.Equal(t, http.StatusOK, r.StatusCode, string(r.Body))
+	routes := []struct{ method, path string }{
+		{http.MethodGet, "/v1/chat/acc-runs/stream"}, {http.MethodPost, "/v1/chat/acc-runs/stop"}, {http.MethodGet, "/v1/conversations"},
+	}
+	for _, rt := range routes {
+		r := h.Do(t, rt.method, rt.path, approver, nil)
+		require.Equal(t, http.StatusForbidden, r.StatusCode, "%s %s: %s", rt.method, rt.path, r.Body)
+		r = h.Do(t, rt.method, rt.path, "", nil)
+		require.Equal(t, http.StatusUnauthorized, r.StatusCode, "%s %s: %s", rt.method, rt.path, r.Body)
+	}
+	sid, sess, err := web.SessionCreate(ctx, h.Pool, clerk.ID, time.Hour)
+	require.NoError(t, err)
+	cookie := web.SessionCookie + "=" + sid
+	r = h.Do(t, http.MethodPost, "/v1/chat/acc-runs/stop", "", nil, "Cookie", cookie)
+	require.Equal(t, http.StatusForbidden, r.StatusCode, string(r.Body))
+	r = h.Do(t, http.MethodPost, "/v1/chat/acc-runs/stop", "", nil, "Cookie", cookie, "X-CSRF-Token", sess.CSRFToken)
+	require.Equal(t, http.StatusNoContent, r.StatusCode, "nothing runs: %s", r.Body)
+	r = h.Do(t, http.MethodGet, "/v1/chat/acc-runs/stream", "", nil, "Cookie", cookie)
+	require.Equal(t, http.StatusOK, r.StatusCode, "the run just ended: it is replayed")
+	require.Contains(t, string(r.Body), "data: [DONE]")
+	r = h.Do(t, http.MethodGet, "/v1/conversations", "", nil, "Cookie", cookie)
+	require.Equal(t, http.StatusOK, r.StatusCode, string(r.Body))
+	require.Contains(t, string(r.Body), `"id":"acc-runs"`)
+}

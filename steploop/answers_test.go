@@ -74,7 +74,17 @@ func toolState(t *testing.T, msgs []json.RawMessage, tool string) string {
 // would act on an answer the transcript can never record.
 func TestChatRefusesAnswersHoldingNUL(t *testing.T) {
 	t.Parallel()
+	for _, mode := range requestModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testChatRefusesAnswersHoldingNUL(t, mode)
+		})
+	}
+}
+
+func testChatRefusesAnswersHoldingNUL(t *testing.T, mode string) {
 	b := setup(t)
+	b.Mode = mode
 	shown := b.startChat(t, "conv-nul", "show me the invoice", "show-invoice", "input-available")
 	reminded := b.startChat(t, "conv-nul2", "remind alice", "send-reminder", "approval-requested")
 
@@ -114,7 +124,17 @@ func TestChatRefusesAnswersHoldingNUL(t *testing.T) {
 // refused like U+0000, before the model reads it.
 func TestChatRefusesAnswersPostgresCannotStore(t *testing.T) {
 	t.Parallel()
+	for _, mode := range requestModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testChatRefusesAnswersPostgresCannotStore(t, mode)
+		})
+	}
+}
+
+func testChatRefusesAnswersPostgresCannotStore(t *testing.T, mode string) {
 	b := setup(t)
+	b.Mode = mode
 	shown := b.startChat(t, "conv-odd", "show me the invoice", "show-invoice", "input-available")
 	for output, says := range map[string]string{
 		`{"shown":"\ud800"}`:        "surrogate",

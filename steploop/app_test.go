@@ -21,7 +21,9 @@ type swappable struct {
 	p  model.Provider
 }
 
-func (s *swappable) Stream(ctx context.Context, req model.Request, on func(string) error) (model.Step, error) {
+func (s *swappable) Name() string { return "swappable" }
+
+func (s *swappable) Stream(ctx context.Context, req model.Request, on model.Events) (model.Step, error) {
 	s.mu.Lock()
 	p := s.p
 	s.mu.Unlock()
@@ -34,6 +36,15 @@ func (s *swappable) Stream(ctx context.Context, req model.Request, on func(strin
 // user request issues the invoice.
 func TestChatIssueInvoiceNeedsARESTApproval(t *testing.T) {
 	t.Parallel()
+	for _, mode := range requestModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testChatIssueInvoiceNeedsARESTApproval(t, mode)
+		})
+	}
+}
+
+func testChatIssueInvoiceNeedsARESTApproval(t *testing.T, mode string) {
 	prov := &swappable{}
 	h := apptest.New(t, apptest.Options{Config: app.Config{Model: prov}})
 	_, clerk := h.User(t, "clerk", identity.RoleClerk)
@@ -48,7 +59,7 @@ func TestChatIssueInvoiceNeedsARESTApproval(t *testing.T) {
 	prov.mu.Lock()
 	prov.p = sc
 	prov.mu.Unlock()
-	b := &bundle{URL: h.URL}
+	b := &bundle{URL: h.URL, Mode: mode}
 
 	res := b.chat(t, clerk, body("conv-issue", userMsg("u1", "issue the invoice")))
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))

@@ -70,6 +70,15 @@ func invoiceStatus(t *testing.T, h *apptest.Harness, tok, id string) string {
 // spent by her agent; a request decided by someone else issues.
 func TestChatAgentAuthority(t *testing.T) {
 	t.Parallel()
+	for _, mode := range requestModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testChatAgentAuthority(t, mode)
+		})
+	}
+}
+
+func testChatAgentAuthority(t *testing.T, mode string) {
 	prov := &swappable{}
 	h := apptest.New(t, apptest.Options{Config: app.Config{Model: prov}})
 	_, admin := h.User(t, "ada", identity.RoleAdmin)
@@ -93,7 +102,7 @@ func TestChatAgentAuthority(t *testing.T) {
 	prov.mu.Lock()
 	prov.p = sc
 	prov.mu.Unlock()
-	b := &bundle{URL: h.URL}
+	b := &bundle{URL: h.URL, Mode: mode}
 
 	res := b.chat(t, admin, body("conv-auth", userMsg("u1", "issue the first")))
 	e := toolOutputError(t, res)

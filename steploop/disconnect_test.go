@@ -141,14 +141,30 @@ func TestChatFollowUpsCancelledAtAnyMomentLeaveNoLease(t *testing.T) {
 	}
 }
 
-// A tool call that has started runs to its end when the client goes away
-// (its transaction may already be committing), and the transcript says
-// what it did; only the next model step is cancelled.
+// A tool call that has started runs to its end when the client goes away,
+// and so does the run: the next model step reads its result.
 func TestChatToolRunningWhenTheClientLeavesFinishesAndIsRecorded(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	b.leaveDuringTool(t, "conv-leave")
+	close(b.release)
+
+	require.Eventually(t, func() bool {
+		_, msgs := b.conversation(t, b.Token, "conv-leave")
+		return toolState(t, msgs, "wait-thing") == "output-available" && strings.Contains(string(msgs[len(msgs)-1]), `"finishReason":"stop"`)
+	}, 5*time.Second, 20*time.Millisecond, "the tool's own result is stored, and the run went on")
+	_, msgs := b.conversation(t, b.Token, "conv-leave")
+	require.Contains(t, string(msgs[len(msgs)-1]), `"output":{"waited":true}`)
+	require.Contains(t, string(msgs[len(msgs)-1]), "Waited.", "the next model step ran")
+}
+
+// leaveDuringTool posts "wait for it" to conversation id, reads until the
+// wait-thing call shows, and goes away while it runs.
+func (b *bundle) leaveDuringTool(t *testing.T, id string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	buf, _ := json.Marshal(body("conv-leave", userMsg("u1", "wait for it")))
+	defer cancel()
+	buf, _ := json.Marshal(body(id, userMsg("u1", "wait for it")))
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.URL+"/v1/chat", bytes.NewReader(buf))
 	req.Header.Set("Authorization", "Bearer "+b.Token)
 	req.Header.Set("Content-Type", "application/json")
@@ -163,21 +179,34 @@ func TestChatToolRunningWhenTheClientLeavesFinishesAndIsRecorded(t *testing.T) {
 	cancel()
 	resp.Body.Close()
 	time.Sleep(100 * time.Millisecond) // the server sees the connection close
-	close(b.release)
-
-	require.Eventually(t, func() bool {
-		_, msgs := b.conversation(t, b.Token, "conv-leave")
-		return toolState(t, msgs, "wait-thing") == "output-available"
-	}, 5*time.Second, 20*time.Millisecond, "the tool's own result is stored")
-	_, msgs := b.conversation(t, b.Token, "conv-leave")
-	require.Contains(t, string(msgs[len(msgs)-1]), `"output":{"waited":true}`)
-	require.NotContains(t, string(msgs[len(msgs)-1]), "Waited.", "the next model step did not run")
 }
 
-// A call of the same step that had not started when the client left does
-// not start afterwards: it is recorded as not run, and only the call that
-// was running finishes.
-func TestChatCallsNotStartedWhenTheClientLeftDoNotRun(t *testing.T) {
+// A tool call that has started when the stop route is called runs to its
+// end (its transaction may already be committing) and is recorded with
+// what it returned; the next model step is what the stop cancels.
+func TestChatToolRunningWhenStoppedFinishesAndIsRecorded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.leaveDuringTool(t, "conv-stop-tool")
+	stopped := make(chan int, 1)
+	go func() {
+		status, _ := b.stop(t, b.Token, "conv-stop-tool")
+		stopped <- status
+	}()
+	time.Sleep(200 * time.Millisecond) // the stop request reaches the run
+	close(b.release)
+	require.Equal(t, http.StatusOK, <-stopped)
+	_, msgs := b.conversation(t, b.Token, "conv-stop-tool")
+	require.Equal(t, "output-available", toolState(t, msgs, "wait-thing"), "the tool's own result is stored")
+	require.Contains(t, string(msgs[len(msgs)-1]), `"output":{"waited":true}`)
+	require.NotContains(t, string(msgs[len(msgs)-1]), "Waited.", "the next model step did not run")
+	require.Contains(t, string(msgs[len(msgs)-1]), `"finishReason":"interrupted"`)
+}
+
+// A call of the same step that had not started when the run was stopped
+// does not start afterwards: it is recorded as not run, and only the call
+// that was running finishes.
+func TestChatCallsNotStartedWhenStoppedDoNotRun(t *testing.T) {
 	t.Parallel()
 	release, started := make(chan struct{}), make(chan struct{}, 1)
 	var effects atomic.Int32
@@ -214,16 +243,20 @@ func TestChatCallsNotStartedWhenTheClientLeftDoNotRun(t *testing.T) {
 	<-started
 	cancel()
 	<-done
-	time.Sleep(100 * time.Millisecond) // the server sees the connection close
+	stopped := make(chan int, 1)
+	go func() {
+		status, _ := b.stop(t, b.Token, "conv-left")
+		stopped <- status
+	}()
+	time.Sleep(200 * time.Millisecond) // the stop request reaches the run
 	close(release)
+	require.Equal(t, http.StatusOK, <-stopped)
 
-	require.Eventually(t, func() bool {
-		_, msgs := b.conversation(t, b.Token, "conv-left")
-		return len(msgs) == 2 && toolState(t, msgs, "issue-it") == "output-error"
-	}, 5*time.Second, 20*time.Millisecond)
 	_, msgs := b.conversation(t, b.Token, "conv-left")
+	require.Len(t, msgs, 2)
+	require.Equal(t, "output-error", toolState(t, msgs, "issue-it"))
 	require.Equal(t, "output-available", toolState(t, msgs, "slow-read"), "the running call finished")
-	require.Contains(t, string(msgs[1]), "Not run: the request ended")
+	require.Contains(t, string(msgs[1]), "Not run: the user stopped the answer")
 	require.Zero(t, effects.Load(), "the call that had not started never ran")
-	require.EqualValues(t, 1, steps.Load(), "no model step after the client left")
+	require.EqualValues(t, 1, steps.Load(), "no model step after the stop")
 }

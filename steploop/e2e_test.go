@@ -23,9 +23,19 @@ import (
 
 // TestE2EWithTheAISDKClient drives POST /v1/chat with the real ai@7 client
 // classes (e2e/chat.e2e.mjs) against the real openai-go path and a fake
-// OpenAI-compatible model server.
+// OpenAI-compatible model server, in both request modes (the whole list,
+// and the last message only).
 func TestE2EWithTheAISDKClient(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []string{"full", "last"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testE2EWithTheAISDKClient(t, mode)
+		})
+	}
+}
+
+func testE2EWithTheAISDKClient(t *testing.T, mode string) {
 	node, dir := e2eNode(t)
 	b := setup(t)
 	// The consequential scenario runs against the whole service: the real
@@ -41,7 +51,7 @@ func TestE2EWithTheAISDKClient(t *testing.T) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "INVOICED_URL="+b.URL, "INVOICED_TOKEN="+b.Token,
 		"INVOICED_APP_URL="+h.URL, "INVOICED_APP_TOKEN="+appClerk, "INVOICED_APPROVER_TOKEN="+approver,
-		"INVOICED_DRAFT_ID="+draft.String())
+		"INVOICED_DRAFT_ID="+draft.String(), "INVOICED_REQUEST_MODE="+mode)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), "node chat.e2e.mjs failed:\nstdout: %s\nstderr: %s", stdout.String(), stderr.String())

@@ -25,7 +25,9 @@ type recordingModel struct {
 	reqs []model.Request
 }
 
-func (r *recordingModel) Stream(ctx context.Context, req model.Request, on func(string) error) (model.Step, error) {
+func (r *recordingModel) Name() string { return "recording" }
+
+func (r *recordingModel) Stream(ctx context.Context, req model.Request, on model.Events) (model.Step, error) {
 	r.mu.Lock()
 	r.reqs = append(r.reqs, req)
 	p := r.p
@@ -137,10 +139,19 @@ func dataApproval(t *testing.T, res chatResult) map[string]any {
 // A bound tool answered by many concurrent identical requests runs once.
 func TestChatGateBoundConcurrentAnswerRunsOnce(t *testing.T) {
 	t.Parallel()
+	for _, mode := range requestModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testChatGateBoundConcurrentAnswerRunsOnce(t, mode)
+		})
+	}
+}
+
+func testChatGateBoundConcurrentAnswerRunsOnce(t *testing.T, mode string) {
 	h, rec, _ := setupGates(t)
 	_, clerk := h.User(t, "clerk", identity.RoleClerk)
 	scriptInto(t, rec, toolRule("create", "create-customer", `{"name":"Concurrent Ltd","currency":"EUR"}`))
-	b := &bundle{URL: h.URL}
+	b := &bundle{URL: h.URL, Mode: mode}
 	res := b.chat(t, clerk, body("gate-c1", userMsg("u1", "create a customer")))
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	require.Contains(t, chunkTypes(res.Chunks), "tool-approval-request")
@@ -170,10 +181,19 @@ func TestChatGateBoundConcurrentAnswerRunsOnce(t *testing.T) {
 // A denial reaches the model as CONFIRMATION_INVALID denied; nothing runs.
 func TestChatGateBoundDenialReachesModel(t *testing.T) {
 	t.Parallel()
+	for _, mode := range requestModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testChatGateBoundDenialReachesModel(t, mode)
+		})
+	}
+}
+
+func testChatGateBoundDenialReachesModel(t *testing.T, mode string) {
 	h, rec, _ := setupGates(t)
 	_, clerk := h.User(t, "clerk", identity.RoleClerk)
 	scriptInto(t, rec, toolRule("create", "create-customer", `{"name":"Denied Ltd","currency":"EUR"}`))
-	b := &bundle{URL: h.URL}
+	b := &bundle{URL: h.URL, Mode: mode}
 	res := b.chat(t, clerk, body("gate-d1", userMsg("u1", "create a customer")))
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	_, msgs := b.conversation(t, clerk, "gate-d1")
@@ -193,10 +213,19 @@ func TestChatGateBoundDenialReachesModel(t *testing.T) {
 // a write through the chat (REST refuses the approver's writes).
 func TestChatGateBoundDemotedPrincipal(t *testing.T) {
 	t.Parallel()
+	for _, mode := range requestModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testChatGateBoundDemotedPrincipal(t, mode)
+		})
+	}
+}
+
+func testChatGateBoundDemotedPrincipal(t *testing.T, mode string) {
 	h, rec, _ := setupGates(t)
 	u, clerk := h.User(t, "clerk", identity.RoleClerk)
 	scriptInto(t, rec, toolRule("create", "create-customer", `{"name":"Gate Demoted","currency":"EUR"}`))
-	b := &bundle{URL: h.URL}
+	b := &bundle{URL: h.URL, Mode: mode}
 	res := b.chat(t, clerk, body("gate-r1", userMsg("u1", "create a customer")))
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	_, msgs := b.conversation(t, clerk, "gate-r1")
@@ -219,13 +248,22 @@ func TestChatGateBoundDemotedPrincipal(t *testing.T) {
 // changes: the chat answers APPROVAL_STALE with a complete data-approval.
 func TestChatGateStaleThroughChat(t *testing.T) {
 	t.Parallel()
+	for _, mode := range requestModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testChatGateStaleThroughChat(t, mode)
+		})
+	}
+}
+
+func testChatGateStaleThroughChat(t *testing.T, mode string) {
 	h, rec, _ := setupGates(t)
 	_, clerk := h.User(t, "clerk", identity.RoleClerk)
 	_, approver := h.User(t, "approver", identity.RoleApprover)
 	ctx := context.Background()
 	d := invoicetest.Draft(ctx, t, h.Pool, invoicetest.DraftOpts{}).ID.String()
 	scriptInto(t, rec, toolRule("issue", "issue-invoice", `{"invoice_id":"`+d+`"}`))
-	b := &bundle{URL: h.URL}
+	b := &bundle{URL: h.URL, Mode: mode}
 	res := b.chat(t, clerk, body("gate-s1", userMsg("u1", "issue it")))
 	e := toolOutputError(t, res)
 	require.Equal(t, "APPROVAL_REQUIRED", e["code"])
@@ -252,13 +290,22 @@ func TestChatGateStaleThroughChat(t *testing.T) {
 // effect, one consumption, one audit event.
 func TestChatGateConcurrentSpendAcrossConversations(t *testing.T) {
 	t.Parallel()
+	for _, mode := range requestModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testChatGateConcurrentSpendAcrossConversations(t, mode)
+		})
+	}
+}
+
+func testChatGateConcurrentSpendAcrossConversations(t *testing.T, mode string) {
 	h, rec, _ := setupGates(t)
 	_, clerk := h.User(t, "clerk", identity.RoleClerk)
 	_, approver := h.User(t, "approver", identity.RoleApprover)
 	ctx := context.Background()
 	d := invoicetest.Draft(ctx, t, h.Pool, invoicetest.DraftOpts{}).ID.String()
 	scriptInto(t, rec, toolRule("delete", "delete-invoice", `{"invoice_id":"`+d+`"}`))
-	b := &bundle{URL: h.URL}
+	b := &bundle{URL: h.URL, Mode: mode}
 	const n = 12
 	var aid string
 	for i := 0; i < n; i++ {
@@ -304,6 +351,15 @@ func TestChatGateConcurrentSpendAcrossConversations(t *testing.T) {
 // complete data-approval; an approver's chat cannot even request one.
 func TestChatGateDeniedExpiredAndApproverRole(t *testing.T) {
 	t.Parallel()
+	for _, mode := range requestModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testChatGateDeniedExpiredAndApproverRole(t, mode)
+		})
+	}
+}
+
+func testChatGateDeniedExpiredAndApproverRole(t *testing.T, mode string) {
 	h, rec, clk := setupGates(t)
 	_, clerk := h.User(t, "clerk", identity.RoleClerk)
 	_, approver := h.User(t, "approver", identity.RoleApprover)
@@ -311,7 +367,7 @@ func TestChatGateDeniedExpiredAndApproverRole(t *testing.T) {
 	d1 := invoicetest.Draft(ctx, t, h.Pool, invoicetest.DraftOpts{}).ID.String()
 	d2 := invoicetest.Draft(ctx, t, h.Pool, invoicetest.DraftOpts{}).ID.String()
 	scriptInto(t, rec, toolRule("first", "issue-invoice", `{"invoice_id":"`+d1+`"}`), toolRule("second", "delete-invoice", `{"invoice_id":"`+d2+`"}`))
-	b := &bundle{URL: h.URL}
+	b := &bundle{URL: h.URL, Mode: mode}
 
 	res := b.chat(t, clerk, body("gate-e1", userMsg("u1", "issue the first")))
 	aid := toolOutputError(t, res)["approval_id"].(string)

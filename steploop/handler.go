@@ -2,6 +2,7 @@ package steploop
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -16,9 +17,9 @@ const ModelSettingsHint = "no model is configured: set INVOICED_MODEL_PROVIDER=o
 	"INVOICED_MODEL_API_KEY and INVOICED_MODEL_NAME (any OpenAI-compatible Chat Completions endpoint), " +
 	"or INVOICED_MODEL_PROVIDER=scripted with INVOICED_MODEL_SCRIPT, and restart"
 
-// Chat answers POST /v1/chat: it reconciles the client's message list with
-// the stored transcript, then streams the loop's steps as a UI message
-// stream v1. Refusals come before the stream starts, as problems.
+// Chat answers POST /v1/chat: it reconciles the client's messages with
+// the stored transcript and starts a run, streamed as a UI message stream
+// v1. Refusals come before the stream starts, as problems.
 func (s *Service) Chat(c echo.Context) error {
 	p, err := identity.RequestPrincipal(c)
 	if err != nil {
@@ -27,7 +28,7 @@ func (s *Service) Chat(c echo.Context) error {
 	if s.cfg.Model == nil {
 		return problem.New(http.StatusServiceUnavailable, CodeModelNotConfigured, ModelSettingsHint)
 	}
-	id, client, err := parseChat(c)
+	in, err := parseChat(c)
 	if err != nil {
 		return err
 	}
@@ -35,10 +36,10 @@ func (s *Service) Chat(c echo.Context) error {
 	// The open runs to its end even if the client goes away meanwhile:
 	// pgx returns at once on a cancelled context while a statement or
 	// COMMIT already sent may still land, and then nothing would give back
-	// the lease it took (busy for the whole LeaseTTL). With the lease in
-	// hand, the stream below stores what there is and releases it.
+	// the lease it took. With the lease in hand, the run stores what there
+	// is and releases it.
 	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), openTimeout)
-	o, err := s.open(octx, id, p, client)
+	o, err := s.open(octx, in, p)
 	cancel()
 	if err != nil {
 		return err
@@ -47,44 +48,64 @@ func (s *Service) Chat(c echo.Context) error {
 	return nil
 }
 
-// openTimeout bounds opening a conversation (at most three statements,
-// which may wait for another request's short write on the same row) once
-// it no longer follows the client's context.
+// openTimeout bounds opening a conversation (a few statements, which may
+// wait for another request's short write on the same row) once it no
+// longer follows the client's context.
 const openTimeout = 10 * time.Second
 
-// parseChat decodes and checks the body of POST /v1/chat: the
-// conversation id and the client's messages.
-func parseChat(c echo.Context) (string, []clientMessage, error) {
+// chatInput is a decoded POST /v1/chat: the conversation id, and either
+// the client's whole message list or its last message only.
+type chatInput struct {
+	ID      string
+	History []clientMessage
+	Last    *clientMessage
+}
+
+// parseChat decodes and checks the body of POST /v1/chat.
+func parseChat(c echo.Context) (chatInput, error) {
 	var req ChatRequest
 	if err := server.DecodeJSON(c, &req); err != nil {
-		return "", nil, err
+		return chatInput{}, err
 	}
-	client, err := parseChatRequest(req)
-	if err != nil {
-		return "", nil, err
-	}
-	return req.ID, client, nil
+	return parseChatRequest(req)
 }
 
 // parseChatRequest checks the envelope and decodes the messages.
-func parseChatRequest(req ChatRequest) ([]clientMessage, error) {
+func parseChatRequest(req ChatRequest) (chatInput, error) {
+	in := chatInput{ID: req.ID}
 	if req.ID == "" {
-		return nil, problem.Invalid("id", "is required")
+		return in, problem.Invalid("id", "is required")
 	}
 	if !idRE.MatchString(req.ID) {
-		return nil, problem.Invalid("id", "must be 1–128 letters, digits, '_' or '-'")
+		return in, problem.Invalid("id", "must be 1–128 letters, digits, '_' or '-'")
 	}
 	switch req.Trigger {
 	case "submit-message", "":
 	default:
 		// The server's transcript is authoritative: regenerating would
 		// rewrite it from the client's side.
-		return nil, problem.Invalid("trigger", "must be submit-message; regenerating a stored answer is not supported")
+		return in, problem.Invalid("trigger", "must be submit-message; regenerating a stored answer is not supported")
 	}
-	if len(req.Messages) == 0 {
-		return nil, problem.Invalid("messages", "must hold at least the new user message")
+	hasLast := len(req.Message) > 0 && string(req.Message) != "null"
+	switch {
+	case hasLast && req.Messages != nil:
+		return in, problem.Invalid("message", "send either messages (the whole list) or message (the last one), not both")
+	case hasLast:
+		if err := checkPartCount([]json.RawMessage{req.Message}); err != nil {
+			return in, err
+		}
+		var m clientMessage
+		if err := json.Unmarshal(req.Message, &m); err != nil {
+			return in, problem.Invalid("message", "is not a UIMessage: %v", err)
+		}
+		in.Last = &m
+		return in, nil
+	case len(req.Messages) == 0:
+		return in, problem.Invalid("messages", "must hold at least the new user message")
 	}
-	return decodeMessages(req.Messages)
+	var err error
+	in.History, err = decodeMessages(req.Messages)
+	return in, err
 }
 
 // ConversationView is GET /v1/conversations/{id}: the stored transcript in

@@ -19,6 +19,7 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/openapi/openapitest"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
@@ -75,144 +76,6 @@ var script = model.Script{Rules: []model.ScriptRule{
 	}},
 }, Default: []model.ScriptStep{{Text: "Hello there."}}}
 
-// slowText is streamed word by word with a pause, for cancellation and
-// busy tests.
-var slowText = strings.Repeat("slow ", 200)
-
-// fakeModel is an OpenAI-compatible Chat Completions server that streams
-// scripted chunks, so the real openai-go path runs.
-type fakeModel struct {
-	srv       *httptest.Server
-	scripted  *model.Scripted
-	mu        sync.Mutex
-	requests  []openAIRequest
-	cancelled chan struct{}
-	started   chan struct{}
-	fail      bool
-}
-
-type openAIRequest struct {
-	Model    string `json:"model"`
-	Stream   bool   `json:"stream"`
-	Messages []struct {
-		Role       string `json:"role"`
-		Content    any    `json:"content"`
-		ToolCallID string `json:"tool_call_id"`
-		ToolCalls  []struct {
-			ID       string `json:"id"`
-			Function struct {
-				Name      string `json:"name"`
-				Arguments string `json:"arguments"`
-			} `json:"function"`
-		} `json:"tool_calls"`
-	} `json:"messages"`
-	Tools []struct {
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-	} `json:"tools"`
-}
-
-func newFakeModel(t *testing.T) *fakeModel { return newFakeModelWith(t, script) }
-
-// newFakeModelWith is a fake model server answering from sc.
-func newFakeModelWith(t *testing.T, sc model.Script) *fakeModel {
-	t.Helper()
-	scripted, err := model.NewScripted(sc)
-	require.NoError(t, err)
-	f := &fakeModel{scripted: scripted, cancelled: make(chan struct{}, 16), started: make(chan struct{}, 16)}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fakeModel) Requests() []openAIRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]openAIRequest(nil), f.requests...)
-}
-
-func (f *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
-	var req openAIRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || !req.Stream {
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
-	f.mu.Lock()
-	f.requests = append(f.requests, req)
-	fail := f.fail
-	f.mu.Unlock()
-	if fail {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, `{"error":{"message":"secret internal detail","type":"invalid_request_error"}}`)
-		return
-	}
-	var msgs []model.Message
-	lastUser := ""
-	for _, m := range req.Messages {
-		content, _ := m.Content.(string)
-		switch m.Role {
-		case "user":
-			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: content})
-			lastUser = content
-		case "assistant":
-			msgs = append(msgs, model.Message{Role: model.RoleAssistant, Content: content})
-		case "tool":
-			msgs = append(msgs, model.Message{Role: model.RoleTool, Content: content, ToolCallID: m.ToolCallID})
-		}
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	fl := w.(http.Flusher)
-	send := func(v any) {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		fl.Flush()
-	}
-	delta := func(d map[string]any, finish any) map[string]any {
-		return map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": req.Model,
-			"choices": []any{map[string]any{"index": 0, "delta": d, "finish_reason": finish}}}
-	}
-	send(delta(map[string]any{"role": "assistant", "content": ""}, nil))
-	if strings.Contains(lastUser, "slow") {
-		f.started <- struct{}{}
-		for _, word := range strings.SplitAfter(slowText, " ") {
-			select {
-			case <-r.Context().Done():
-				f.cancelled <- struct{}{}
-				return
-			case <-timeAfter():
-			}
-			send(delta(map[string]any{"content": word}, nil))
-		}
-		send(delta(map[string]any{}, "stop"))
-		fmt.Fprint(w, "data: [DONE]\n\n")
-		return
-	}
-	step, err := f.scripted.Stream(r.Context(), model.Request{Messages: msgs}, func(d string) error {
-		send(delta(map[string]any{"content": d}, nil))
-		return nil
-	})
-	if err != nil {
-		return
-	}
-	for i, tc := range step.ToolCalls {
-		// Split the arguments in two fragments, as real servers do.
-		half := len(tc.Arguments) / 2
-		send(delta(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": tc.ID, "type": "function",
-			"function": map[string]any{"name": tc.Name, "arguments": tc.Arguments[:half]}}}}, nil))
-		send(delta(map[string]any{"tool_calls": []any{map[string]any{"index": i,
-			"function": map[string]any{"arguments": tc.Arguments[half:]}}}}, nil))
-	}
-	reason := "stop"
-	if len(step.ToolCalls) > 0 {
-		reason = "tool_calls"
-	}
-	send(delta(map[string]any{}, reason))
-	fmt.Fprint(w, "data: [DONE]\n\n")
-}
-
 // fakeApprovals is the least of an approvals gate, for the loop's own
 // tests: a consequential capability answers APPROVAL_REQUIRED, one request
 // per thing. The e2e test, app_test.go and gates_app_test.go use the real
@@ -236,6 +99,44 @@ type bundle struct {
 	Svc *steploop.Service
 	// release lets wait-thing return; it gives up after 5 s.
 	release chan struct{}
+	// Mode is how chat sends a message list (requestModes): as given, or
+	// as a client whose prepareSendMessagesRequest sends the last message
+	// only ("last message").
+	Mode string
+}
+
+// The two request modes of POST /v1/chat: the whole message list (ai@7's
+// default body), or the last message only ({id, message}).
+const (
+	fullHistory = "full history"
+	lastMessage = "last message"
+)
+
+var requestModes = []string{fullHistory, lastMessage}
+
+// envelope is body as b.Mode sends it. A last-message client sends one
+// message: the first of the list that differs from the stored transcript
+// (what the client changed or adds), or else the last.
+func (b *bundle) envelope(t *testing.T, token string, body any) any {
+	t.Helper()
+	m, ok := body.(map[string]any)
+	if b.Mode != lastMessage || !ok {
+		return body
+	}
+	list, _ := m["messages"].([]any)
+	if len(list) == 0 {
+		return body
+	}
+	id := m["id"].(string)
+	_, stored := b.conversation(t, token, id)
+	for i, msg := range list {
+		raw, err := json.Marshal(msg)
+		require.NoError(t, err)
+		if i >= len(stored) || !jsondoc.Equal(raw, stored[i]) {
+			return map[string]any{"id": id, "message": msg}
+		}
+	}
+	return map[string]any{"id": id, "message": list[len(list)-1]}
 }
 
 func (b *bundle) Reminders(to string) int {
@@ -334,11 +235,11 @@ func setup(t *testing.T) *bundle {
 	prov, err := model.NewOpenAI(model.OpenAIConfig{BaseURL: fm.srv.URL + "/v1", APIKey: "test-key", Model: "fake-model", MaxRetries: -1})
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := steploop.New(steploop.Config{
+	svc := startService(t, steploop.Config{
 		DB: pool, Model: prov, Tools: reg, Frontend: []steploop.FrontendTool{steploop.ShowInvoice},
-		Confirm: ctl, MaxSteps: 3, Log: log,
+		Confirm: ctl, MaxSteps: 3, Log: log, Listen: pool.Config().ConnConfig,
 	})
-	require.NoError(t, err)
+	b.Svc = svc
 
 	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return pool.Ping(ctx) })
 	v1 := e.Group("/v1", identity.Authenticate(pool, nil))
@@ -361,10 +262,24 @@ func setup(t *testing.T) *bundle {
 	return b
 }
 
+// startService builds the step loop from cfg and starts its listener
+// (when cfg.Listen is set) for the test's duration.
+func startService(t testing.TB, cfg steploop.Config) *steploop.Service {
+	t.Helper()
+	svc, err := steploop.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, svc.Start(context.Background()))
+	t.Cleanup(svc.Close)
+	return svc
+}
+
 // chatRoutes adds the step loop's routes to g as app's route table does;
 // the harness serves them over its own capability registry, not app's.
 func chatRoutes(g *echo.Group, svc *steploop.Service) {
 	g.POST("/chat", svc.Chat)
+	g.GET("/chat/:id/stream", svc.Resume)
+	g.POST("/chat/:id/stop", svc.Stop)
+	g.GET("/conversations", svc.ConversationList)
 	g.GET("/conversations/:id", svc.ConversationGet)
 }
 
@@ -379,7 +294,7 @@ type chatResult struct {
 
 func (b *bundle) chat(t *testing.T, token string, body any) chatResult {
 	t.Helper()
-	buf, err := json.Marshal(body)
+	buf, err := json.Marshal(b.envelope(t, token, body))
 	require.NoError(t, err)
 	return b.chatRaw(context.Background(), t, token, "application/json", buf)
 }
@@ -474,3 +389,25 @@ func problemCode(t *testing.T, raw []byte) string {
 }
 
 func timeAfter() <-chan time.Time { return time.After(5 * time.Millisecond) }
+
+// mustString is the JSON text of raw's string member key, quoted.
+func mustString(t *testing.T, raw []byte, key string) string {
+	t.Helper()
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(raw, &v), string(raw))
+	s, ok := v[key].(string)
+	require.True(t, ok, "%s has no string %q", raw, key)
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// otherClerk is a token of another clerk on b's database.
+func (b *bundle) otherClerk(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	u, err := identity.UserCreate(ctx, b.Pool, identity.UserCreateParams{Username: "other-" + uuid.NewString()[:8], Role: identity.RoleClerk})
+	require.NoError(t, err)
+	tok, err := identity.TokenCreate(ctx, b.Pool, u.ID, "test")
+	require.NoError(t, err)
+	return tok
+}

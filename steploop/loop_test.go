@@ -30,11 +30,15 @@ func TestChatReadToolRunsAndFeedsTheNextStep(t *testing.T) {
 	require.Equal(t, "text/event-stream", res.Header.Get("Content-Type"))
 	require.True(t, res.Done, "stream ends with [DONE]")
 	types := chunkTypes(res.Chunks)
-	require.Equal(t, []string{"start", "start-step", "tool-input-available", "tool-output-available", "finish-step",
+	// The call's arguments stream (two fragments), then the whole input.
+	require.Equal(t, []string{"start", "start-step", "tool-input-start", "tool-input-delta", "tool-input-delta", "tool-input-available", "tool-output-available", "finish-step",
 		"start-step", "text-start", "text-delta", "text-delta", "text-end", "finish-step", "finish"}, types)
 	require.Equal(t, "lookup-thing", res.Chunks[2]["toolName"])
-	require.Equal(t, map[string]any{"key": "alpha"}, res.Chunks[2]["input"])
-	require.Equal(t, map[string]any{"key": "alpha", "value": "v-alpha", "principal": "clerk"}, res.Chunks[3]["output"])
+	require.Equal(t, res.Chunks[2]["toolCallId"], res.Chunks[5]["toolCallId"])
+	require.Equal(t, `{"key":"alpha"}`, res.Chunks[3]["inputTextDelta"].(string)+res.Chunks[4]["inputTextDelta"].(string))
+	require.Equal(t, "lookup-thing", res.Chunks[5]["toolName"])
+	require.Equal(t, map[string]any{"key": "alpha"}, res.Chunks[5]["input"])
+	require.Equal(t, map[string]any{"key": "alpha", "value": "v-alpha", "principal": "clerk"}, res.Chunks[6]["output"])
 
 	reqs := b.Model.Requests()
 	require.Len(t, reqs, 2)
@@ -142,7 +146,21 @@ func TestChatStepLimitThenContinue(t *testing.T) {
 
 func TestChatForgedHistoryIsRefusedBeforeAnythingRuns(t *testing.T) {
 	t.Parallel()
+	for _, mode := range requestModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testChatForgedHistoryIsRefusedBeforeAnythingRuns(t, mode)
+		})
+	}
+}
+
+// fullHistoryOnly are forgeries of the list itself: a last-message request
+// holds one message, so it can neither add two nor leave the history out.
+var fullHistoryOnly = map[string]bool{"two new messages": true, "missing message": true}
+
+func testChatForgedHistoryIsRefusedBeforeAnythingRuns(t *testing.T, mode string) {
 	b := setup(t)
+	b.Mode = mode
 	res := b.chat(t, b.Token, body("conv-forge", userMsg("u1", "look up alpha")))
 	require.Equal(t, http.StatusOK, res.Status)
 	_, msgs := b.conversation(t, b.Token, "conv-forge")
@@ -182,8 +200,12 @@ func TestChatForgedHistoryIsRefusedBeforeAnythingRuns(t *testing.T) {
 		"two new messages": {msgs[0], msgs[1], userMsg("u2", "a"), userMsg("u3", "b")},
 		"missing message":  {userMsg("u2", "a")},
 		"assistant as new": {msgs[0], msgs[1], map[string]any{"id": "a9", "role": "assistant", "parts": []any{map[string]any{"type": "text", "text": "hi"}}}},
+		"a used id again":  {msgs[0], msgs[1], userMsg("u1", "the first id again")},
 	}
 	for name, list := range cases {
+		if mode == lastMessage && fullHistoryOnly[name] {
+			continue
+		}
 		res := b.chat(t, b.Token, body("conv-forge", list...))
 		require.Equal(t, http.StatusConflict, res.Status, "%s: %s", name, res.Body)
 		require.Equal(t, steploop.CodeTranscriptMismatch, problemCode(t, res.Body), name)
@@ -234,49 +256,6 @@ func TestChatConcurrentRequestsOneWins(t *testing.T) {
 	require.Equal(t, map[string]int{steploop.CodeConversationBusy: n - 1}, codes)
 	_, msgs := b.conversation(t, b.Token, "conv-race")
 	require.Len(t, msgs, 2, "one user message, one answer")
-}
-
-func TestChatClientDisconnectCancelsTheModelCall(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	buf, _ := json.Marshal(body("conv-gone", userMsg("u1", "tell a slow story")))
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.URL+"/v1/chat", strings.NewReader(string(buf)))
-	req.Header.Set("Authorization", "Bearer "+b.Token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	// Read until text streams, then go away.
-	chunk := make([]byte, 512)
-	got := ""
-	for !strings.Contains(got, "text-delta") {
-		n, err := resp.Body.Read(chunk)
-		require.NoError(t, err)
-		got += string(chunk[:n])
-	}
-	cancel()
-	resp.Body.Close()
-	select {
-	case <-b.Model.cancelled:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the model server never saw its request cancelled")
-	}
-
-	// What completed is kept, and the conversation is usable again once
-	// the first request has released it.
-	var msgs []json.RawMessage
-	require.Eventually(t, func() bool {
-		res := b.chat(t, b.Token, body("conv-gone", userMsg("probe", "x")))
-		if res.Status != http.StatusConflict || problemCode(t, res.Body) != steploop.CodeTranscriptMismatch {
-			return false
-		}
-		_, msgs = b.conversation(t, b.Token, "conv-gone")
-		return len(msgs) == 2
-	}, 10*time.Second, 20*time.Millisecond)
-	require.Contains(t, string(msgs[1]), `"text":"slow `)
-	res := b.chat(t, b.Token, body("conv-gone", anyList(msgs, userMsg("u2", "look up alpha"))...))
-	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
-	require.Contains(t, string(res.Body), `"delta":"alpha."`)
 }
 
 // A frontend shows a tool call while it runs: the call reaches the client
@@ -382,13 +361,19 @@ func TestChatWithoutModelIs503(t *testing.T) {
 	require.Contains(t, rec.Body.String(), "INVOICED_MODEL_PROVIDER")
 }
 
-// A lease no longer than the margin a run keeps before it would leave no
-// time to run at all: refused when the service is built, by name.
-func TestNewRefusesALeaseShorterThanTheRunMargin(t *testing.T) {
+// A lease renewed every third of its length must outlast a slow
+// statement: one shorter than MinLeaseTTL is refused when the service is
+// built, by name, and so is a conversation bound too small for a
+// question and its answer.
+func TestNewRefusesLimitsThatCannotWork(t *testing.T) {
 	t.Parallel()
 	tx := storetest.Tx(t)
-	for _, ttl := range []time.Duration{time.Second, 30 * time.Second} {
-		_, err := steploop.New(steploop.Config{DB: tx, Tools: capability.NewRegistry(), LeaseTTL: ttl})
+	for _, ttl := range []time.Duration{time.Millisecond, steploop.MinLeaseTTL - time.Millisecond} {
+		_, err := steploop.New(steploop.Config{DB: tx, Tools: capability.NewRegistry(), Limits: steploop.Limits{LeaseTTL: ttl}})
 		require.ErrorContains(t, err, "LeaseTTL", ttl.String())
 	}
+	_, err := steploop.New(steploop.Config{DB: tx, Tools: capability.NewRegistry(), Limits: steploop.Limits{LeaseTTL: steploop.MinLeaseTTL}})
+	require.NoError(t, err)
+	_, err = steploop.New(steploop.Config{DB: tx, Tools: capability.NewRegistry(), Limits: steploop.Limits{MaxMessages: 1}})
+	require.ErrorContains(t, err, "MaxMessages")
 }

@@ -74,7 +74,9 @@ func TestChatNamelessToolCallIsAModelErrorAndTheConversationGoesOn(t *testing.T)
 	b := setupWithConfig(t, steploop.Config{Model: prov, Tools: registryWith("lookup-thing", capability.RiskRead, func(context.Context, capability.Call) (any, error) { return map[string]any{}, nil })})
 	res := b.chat(t, b.Token, body("nameless", userMsg("u1", "hi")))
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
-	require.Equal(t, []string{"start", "start-step", "error"}, chunkTypes(res.Chunks))
+	// The answer's final metadata (finishReason "error") precedes the error,
+	// so a client holds what is stored.
+	require.Equal(t, []string{"start", "start-step", "message-metadata", "error"}, chunkTypes(res.Chunks))
 
 	_, msgs := b.conversation(t, b.Token, "nameless")
 	require.NotContains(t, string(msgs[len(msgs)-1]), `"tool-"`, "no nameless call is stored")

@@ -4,17 +4,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
 )
 
 // ChatRequest is the body ai@7's DefaultChatTransport sends: the chat id,
-// the client's whole message list, the trigger and the message id.
+// the client's whole message list, the trigger and the message id; or,
+// from a client whose prepareSendMessagesRequest sends the last message
+// only (the AI SDK's persistence guide), the chat id and that message.
 type ChatRequest struct {
 	ID        string            `json:"id"`
 	Messages  []json.RawMessage `json:"messages"`
+	Message   json.RawMessage   `json:"message"`
 	Trigger   string            `json:"trigger"`
 	MessageID *string           `json:"messageId"`
 }
@@ -136,29 +138,65 @@ func Reconcile(stored []Message, client []clientMessage, isFrontend func(string)
 		}
 	}
 	if len(client) == n+1 {
+		var last *Message
 		if n > 0 {
-			if err := compareMessage(stored[n-1], client[n-1], nil, nil); err != nil {
+			last = &stored[n-1]
+			if err := compareMessage(*last, client[n-1], nil, nil); err != nil {
 				return Delta{}, err
 			}
-			if pending := pendingCalls(stored[n-1]); len(pending) > 0 {
-				return Delta{}, mismatch("tool call %s is waiting for the browser's answer; answer it before sending a new message", pending[0])
-			}
 		}
-		u, err := newUserMessage(client[n], stored)
-		if err != nil {
-			return Delta{}, err
-		}
-		return Delta{NewUser: u}, nil
+		return reconcileNewUser(last, client[n], stored)
 	}
 	if n == 0 {
 		return Delta{}, problem.Invalid("messages", "must hold the new user message")
 	}
-	last := stored[n-1]
+	return reconcileAnswers(stored[n-1], client[n-1], isFrontend)
+}
+
+// ReconcileLast is Reconcile for a request that sends only its last
+// message (ChatRequest.Message), against the stored last message (nil
+// for a new conversation): the same rules, applied to what the client
+// sends. A new user message's id is checked against every stored one
+// where it is stored (a unique constraint), not here.
+func ReconcileLast(last *Message, c clientMessage, isFrontend func(string) bool) (Delta, error) {
+	if last == nil || c.Role == "user" {
+		var stored []Message
+		if last != nil {
+			stored = []Message{*last}
+		}
+		return reconcileNewUser(last, c, stored)
+	}
+	if c.ID != last.ID {
+		return Delta{}, mismatch("message %q (%s) is not the conversation's last message", c.ID, c.Role)
+	}
+	return reconcileAnswers(*last, c, isFrontend)
+}
+
+// reconcileNewUser accepts c as a new user message after last (nil for
+// none), unless a call of last still waits for the browser.
+func reconcileNewUser(last *Message, c clientMessage, stored []Message) (Delta, error) {
+	if last != nil {
+		if pending := pendingCalls(*last); len(pending) > 0 {
+			return Delta{}, mismatch("tool call %s is waiting for the browser's answer; answer it before sending a new message", pending[0])
+		}
+	}
+	u, err := newUserMessage(c, stored)
+	if err != nil {
+		return Delta{}, err
+	}
+	return Delta{NewUser: u}, nil
+}
+
+// reconcileAnswers takes the browser's answers from c, the client's copy
+// of the stored last message: outputs for pending frontend calls and
+// answers to pending confirmations, or nothing when the loop stopped at
+// the step limit.
+func reconcileAnswers(last Message, c clientMessage, isFrontend func(string) bool) (Delta, error) {
 	if last.Role != "assistant" {
 		return Delta{}, mismatch("the request adds nothing to the conversation")
 	}
 	var d Delta
-	if err := compareMessage(last, client[n-1], isFrontend, &d); err != nil {
+	if err := compareMessage(last, c, isFrontend, &d); err != nil {
 		return Delta{}, err
 	}
 	if len(d.Outputs) == 0 && len(d.Approvals) == 0 {
@@ -235,119 +273,6 @@ func newUserMessage(c clientMessage, stored []Message) (*Message, error) {
 		return nil, problem.Invalid("messages.parts.text", "is longer than %d bytes", maxUserText)
 	}
 	return &Message{ID: c.ID, Role: "user", Parts: parts}, nil
-}
-
-// contentParts drops step-start parts: they carry nothing, and a client
-// that lost the connection may hold one more or one fewer than the server.
-func contentParts(ps []Part) []Part {
-	out := make([]Part, 0, len(ps))
-	for _, p := range ps {
-		if p.Type != "step-start" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// compareMessage checks that the client's copy c matches the stored s.
-// With answers non-nil, the transitions of pending tool calls the browser
-// may make are collected there instead of refused.
-func compareMessage(s Message, c clientMessage, isFrontend func(string) bool, answers *Delta) error {
-	if s.ID != c.ID || s.Role != c.Role {
-		return mismatch("message %q (%s) differs from the stored one", c.ID, c.Role)
-	}
-	sp, cp := contentParts(s.Parts), contentParts(c.Parts)
-	if len(sp) != len(cp) {
-		return mismatch("message %q has %d parts; the stored one has %d", s.ID, len(cp), len(sp))
-	}
-	for i := range sp {
-		if err := comparePart(s.ID, sp[i], cp[i], isFrontend, answers); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func comparePart(msgID string, s, c Part, isFrontend func(string) bool, answers *Delta) error {
-	if s.Type != c.Type {
-		return mismatch("message %q: a %q part differs from the stored %q part", msgID, c.Type, s.Type)
-	}
-	switch {
-	case s.Type == "text":
-		st, ct := deref(s.Text), deref(c.Text)
-		// A stream cut off mid-text leaves the client with a prefix of
-		// what the server stored.
-		if st != ct && (s.State != "streaming" || !strings.HasPrefix(st, ct)) {
-			return mismatch("message %q: text differs from the stored text", msgID)
-		}
-		return nil
-	case strings.HasPrefix(s.Type, "data-"):
-		if s.ID != c.ID || !jsondoc.Equal(s.Data, c.Data) {
-			return mismatch("message %q: %s part differs from the stored one", msgID, s.Type)
-		}
-		return nil
-	case s.IsTool():
-		return compareTool(msgID, s, c, isFrontend, answers)
-	}
-	return nil
-}
-
-func compareTool(msgID string, s, c Part, isFrontend func(string) bool, answers *Delta) error {
-	if s.ToolCallID != c.ToolCallID {
-		return mismatch("message %q: tool call %q differs from the stored %q", msgID, c.ToolCallID, s.ToolCallID)
-	}
-	if !jsondoc.Equal(s.Input, c.Input) {
-		return mismatch("tool call %s: its input differs from the input the model gave", s.ToolCallID)
-	}
-	if s.State == c.State {
-		switch s.State {
-		case StateOutputAvailable:
-			if !jsondoc.Equal(s.Output, c.Output) {
-				return mismatch("tool call %s: its output differs from the stored output", s.ToolCallID)
-			}
-		case StateOutputError:
-			if s.ErrorText != c.ErrorText {
-				return mismatch("tool call %s: its error differs from the stored error", s.ToolCallID)
-			}
-		case StateApprovalRequested:
-			if c.Approval == nil || s.Approval == nil || c.Approval.ID != s.Approval.ID {
-				return mismatch("tool call %s: its confirmation differs from the one issued", s.ToolCallID)
-			}
-		}
-		return nil
-	}
-	if answers != nil {
-		switch {
-		case s.State == StateInputAvailable && isFrontend != nil && isFrontend(s.ToolName()) &&
-			(c.State == StateOutputAvailable || c.State == StateOutputError):
-			if c.State == StateOutputError {
-				if err := textRefused("errorText", c.ErrorText); err != nil {
-					return err
-				}
-				answers.Outputs = append(answers.Outputs, FrontendOutput{ToolCallID: s.ToolCallID, ErrorText: c.ErrorText, IsError: true})
-			} else {
-				out := c.Output
-				if len(out) == 0 {
-					out = json.RawMessage("null")
-				}
-				if why := jsondoc.Unstorable(out); why != "" {
-					return problem.Invalid("messages.parts.output", "%s", why)
-				}
-				answers.Outputs = append(answers.Outputs, FrontendOutput{ToolCallID: s.ToolCallID, Output: out})
-			}
-			return nil
-		case s.State == StateApprovalRequested && c.State == StateApprovalResponded &&
-			s.Approval != nil && c.Approval != nil && c.Approval.ID == s.Approval.ID && c.Approval.Approved != nil:
-			if err := textRefused("approval.reason", c.Approval.Reason); err != nil {
-				return err
-			}
-			answers.Approvals = append(answers.Approvals, ApprovalAnswer{
-				ToolCallID: s.ToolCallID, ApprovalID: s.Approval.ID, Approved: *c.Approval.Approved, Reason: c.Approval.Reason,
-			})
-			return nil
-		}
-	}
-	return mismatch("tool call %s: state %q cannot become %q from the client", s.ToolCallID, s.State, c.State)
 }
 
 // textRefused refuses text of a client's message that PostgreSQL cannot

@@ -1,7 +1,10 @@
-// Package steploop is the step loop of ADR-0002: POST /v1/chat runs model
-// steps and tool calls for the chat user's principal and streams them as a
-// UI message stream; GET /v1/conversations/{id} returns the stored
-// transcript.
+// Package steploop is the step loop of ADR-0002: POST /v1/chat starts a
+// run of model steps and tool calls for the chat user's principal and
+// streams it as a UI message stream; the run goes on to its end whether or
+// not its client stays (ADR-0017), GET /v1/chat/{id}/stream replays and
+// follows it from any replica and POST /v1/chat/{id}/stop ends it.
+// GET /v1/conversations lists the stored transcripts and
+// GET /v1/conversations/{id} returns one.
 package steploop
 
 import (
@@ -15,6 +18,7 @@ import (
 	"github.com/invoiced/invoiced/confirm"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5"
 )
 
 // DefaultMaxSteps bounds the model steps of one request: 8 covers a lookup,
@@ -22,13 +26,38 @@ import (
 // that loops on tool calls before it burns a budget.
 const DefaultMaxSteps = 8
 
-// DefaultLeaseTTL bounds one request's hold on a conversation; the request
-// itself is cut leaseMargin earlier so it always ends before its lease does.
-const DefaultLeaseTTL = 10 * time.Minute
+// DefaultLeaseTTL is how long a run's hold on its conversation lasts
+// without a renewal. The replica running it renews it every third of that
+// (one statement for all its runs), so a live run keeps it for as long as
+// it runs, and a replica that dies frees its conversations within 30 s:
+// the next message is then accepted, and what the dead run streamed is
+// stored, marked interrupted.
+const DefaultLeaseTTL = 30 * time.Second
 
-// leaseMargin is how much sooner than its lease a request's run ends: time
-// for the final write (5 s at most) with room to spare.
-const leaseMargin = 30 * time.Second
+// MinLeaseTTL is the shortest lease: renewed every third of it, a shorter
+// one would be lost to one slow statement.
+const MinLeaseTTL = time.Second
+
+// DefaultRunTimeout bounds one run: ten minutes is far beyond a chat turn
+// with slow tools, and stops one that never ends.
+const DefaultRunTimeout = 10 * time.Minute
+
+// DefaultReplayWindow is how long a finished run stays replayable: long
+// enough for a page that loaded the transcript mid-run to get the end of
+// the answer through GET /v1/chat/{id}/stream, short enough that a reload
+// long after does not replay (and so re-run the browser's tools of) an
+// old answer.
+const DefaultReplayWindow = time.Minute
+
+// DefaultContextBudget bounds what the model is sent of a conversation,
+// in bytes of text, tool arguments and tool results: 200,000 is about
+// 50,000 tokens, within every current model's context, with room for the
+// answer. The oldest turns are left out first.
+const DefaultContextBudget = 200_000
+
+// DefaultMaxMessages bounds a conversation: past it a new message is
+// refused (422) and the user starts a new conversation.
+const DefaultMaxMessages = 1000
 
 // Config is what the step loop is built from.
 type Config struct {
@@ -48,8 +77,13 @@ type Config struct {
 	System string
 	// MaxSteps bounds model steps per request; 0 uses DefaultMaxSteps.
 	MaxSteps int
-	// LeaseTTL bounds a request; 0 uses DefaultLeaseTTL.
-	LeaseTTL time.Duration
+	// Limits are the run and conversation limits; zero fields take the
+	// defaults.
+	Limits
+	// Listen is the connection the service LISTENs on for the run log's
+	// notifications (Start); without it readers poll the log and a stop
+	// reaches another replica's run at its next lease renewal.
+	Listen *pgx.ConnConfig
 	// CredentialMaxAge is how long ago the request's credential may have
 	// been checked when a tool runs; older, it is checked again first.
 	// 0 uses DefaultCredentialMaxAge.
@@ -84,6 +118,10 @@ type Service struct {
 	// begins to shut down: every running turn, and any tool in it, ends.
 	stopping context.Context
 	stop     context.CancelCauseFunc
+	// runs are this replica's running turns; hub wakes readers and
+	// carries stop requests (nil until Start).
+	runs *runs
+	hub  *hub
 }
 
 // errShuttingDown is why turns end when the server shuts down.
@@ -105,12 +143,8 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxSteps <= 0 {
 		cfg.MaxSteps = DefaultMaxSteps
 	}
-	if cfg.LeaseTTL <= 0 {
-		cfg.LeaseTTL = DefaultLeaseTTL
-	}
-	if cfg.LeaseTTL <= leaseMargin {
-		// Every run would start past its own deadline.
-		return nil, fmt.Errorf("steploop: LeaseTTL %v must exceed the %v a run ends before its lease", cfg.LeaseTTL, leaseMargin)
+	if err := cfg.Limits.fill(); err != nil {
+		return nil, err
 	}
 	if cfg.CredentialMaxAge <= 0 {
 		cfg.CredentialMaxAge = DefaultCredentialMaxAge
@@ -136,6 +170,7 @@ func New(cfg Config) (*Service, error) {
 		frontend: fr,
 		risks:    map[string]capability.Risk{},
 	}
+	s.runs = newRuns(s)
 	for _, d := range cfg.Tools.Descriptors() {
 		if _, dup := fr.Lookup(d.Name); dup {
 			return nil, fmt.Errorf("steploop: %q is both a capability and a frontend tool", d.Name)

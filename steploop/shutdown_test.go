@@ -52,12 +52,12 @@ func blockThenText() funcModel {
 }
 
 // A tool that started before its client left still ends at the run's own
-// limit (LeaseTTL − 30 s): otherwise it could run past its lease.
+// limit (RunTimeout): otherwise it could run forever.
 func TestChatToolWhoseClientLeftStillEndsAtTheRunLimit(t *testing.T) {
 	t.Parallel()
 	tool := newBlockingTool()
 	reg := registryWith("block", capability.RiskRead, tool.handler)
-	b := setupWithConfig(t, steploop.Config{Tools: reg, Model: blockThenText(), LeaseTTL: 30*time.Second + time.Second})
+	b := setupWithConfig(t, steploop.Config{Tools: reg, Model: blockThenText(), Limits: steploop.Limits{RunTimeout: time.Second}})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _, _ = b.post(ctx, "shut-deadline", userMsg("u1", "go")) }()

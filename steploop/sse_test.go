@@ -97,6 +97,13 @@ func TestSSELeavesTheResponseAloneAfterClose(t *testing.T) {
 	}
 }
 
+// clientErr is s's client's first failed write, or nil.
+func clientErr(s *sse) error {
+	s.writing.Lock()
+	defer s.writing.Unlock()
+	return s.err
+}
+
 // panicFlusher is a writer that claims to flush and panics doing so, as
 // echo.Response does over a writer that cannot.
 type panicFlusher struct{ *httptest.ResponseRecorder }
@@ -113,8 +120,8 @@ func TestSSETimedFlushSurvivesAWriterThatCannotFlush(t *testing.T) {
 	s.send(chunk{"type": "start"})
 	s.flushSoon()
 	require.Eventually(t, func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
+		s.writing.Lock()
+		defer s.writing.Unlock()
 		return s.f == nil
 	}, time.Second, time.Millisecond)
 	s.send(chunk{"type": "finish"})
@@ -125,7 +132,7 @@ func TestSSETimedFlushSurvivesAWriterThatCannotFlush(t *testing.T) {
 
 // A client that stops reading while its connection stays open fails the
 // stream's writes once its socket buffer is full, instead of holding the
-// handler (and with it the conversation's lease) until TCP gives up.
+// goroutine that sends the run's batches until TCP gives up.
 func TestSSEWriteToAClientThatStopsReadingFails(t *testing.T) {
 	t.Parallel()
 	done := make(chan error, 1)
@@ -134,10 +141,11 @@ func TestSSEWriteToAClientThatStopsReadingFails(t *testing.T) {
 		s.writeTimeout = 200 * time.Millisecond
 		defer s.close()
 		big := strings.Repeat("x", 64<<10)
-		for i := 0; i < 4096 && s.err == nil; i++ { // up to 256 MiB: more than any socket buffer
+		for i := 0; i < 4096 && clientErr(s) == nil; i++ { // up to 256 MiB: more than any socket buffer
 			s.send(chunk{"type": "text-delta", "delta": big})
+			_ = s.flushWith(func([]byte) error { return nil })
 		}
-		done <- s.err
+		done <- clientErr(s)
 	}))
 	defer srv.Close()
 	conn, err := net.Dial("tcp", srv.Listener.Addr().String())

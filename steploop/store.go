@@ -2,10 +2,8 @@ package steploop
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"regexp"
 	"time"
 
@@ -41,6 +39,10 @@ type Lease struct {
 	Conversation
 	token   uuid.UUID
 	created bool
+	// stale is a run of the conversation that never ended: its replica
+	// died, and its lease expired before this one was taken (uuid.Nil:
+	// none).
+	stale uuid.UUID
 }
 
 // ConversationAcquire opens the conversation id for owner, creating it when
@@ -48,37 +50,93 @@ type Lease struct {
 // lease for ttl. Another owner's conversation is
 // 404 (indistinguishable from none); a conversation whose lease is held is
 // 409 CONVERSATION_BUSY. One statement decides, so of two concurrent
-// requests exactly one gets the lease.
+// requests exactly one gets the lease. The same statement names a run of
+// the conversation left unended (Lease.stale), which the caller reaps
+// before it goes on.
 func ConversationAcquire(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration) (*Lease, error) {
+	l, _, err := acquire(ctx, db, id, owner, ttl, false)
+	return l, err
+}
+
+// lastStored is a conversation's last message, as the statement taking
+// its lease read it: pos -1 when it has none; end is what every message
+// adds to the model's context.
+type lastStored struct {
+	msg *Message
+	pos int
+	end int64
+}
+
+// acquire is ConversationAcquire that also reads the conversation's last
+// message; with async, its commit does not wait for the disk (see
+// ConversationCreateWithMessage: outside a transaction only).
+func acquire(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration, async bool) (*Lease, lastStored, error) {
+	last := lastStored{pos: -1}
 	if !idRE.MatchString(id) {
-		return nil, problem.Invalid("id", "must be 1–128 letters, digits, '_' or '-'")
+		return nil, last, problem.Invalid("id", "must be 1–128 letters, digits, '_' or '-'")
+	}
+	var off *string
+	if async {
+		o := "off"
+		off = &o
 	}
 	token := uuid.New()
-	var l Lease
+	var (
+		l               Lease
+		stale           *uuid.UUID
+		pos             *int
+		end             *int64
+		m               Message
+		parts, metadata []byte
+	)
 	err := db.QueryRow(ctx, `
-		INSERT INTO conversations (id, owner_id, busy_token, busy_until)
-		VALUES ($1, $2, $3, now() + $4::interval)
-		ON CONFLICT (id) DO UPDATE
-		   SET busy_token = EXCLUDED.busy_token, busy_until = EXCLUDED.busy_until, updated_at = now()
-		 WHERE conversations.owner_id = EXCLUDED.owner_id
-		   AND (conversations.busy_until IS NULL OR conversations.busy_until < now())
-		RETURNING id, owner_id, created_at, updated_at, xmax = 0`,
-		id, owner, token, fmt.Sprintf("%d milliseconds", ttl.Milliseconds()),
-	).Scan(&l.ID, &l.OwnerID, &l.CreatedAt, &l.UpdatedAt, &l.created)
+		WITH async AS (
+			SELECT set_config('synchronous_commit', coalesce($5::text, current_setting('synchronous_commit')), true)
+		), c AS (
+			INSERT INTO conversations (id, owner_id, busy_token, busy_until)
+			SELECT $1, $2, $3, now() + $4::interval FROM async
+			ON CONFLICT (id) DO UPDATE
+			   SET busy_token = EXCLUDED.busy_token, busy_until = EXCLUDED.busy_until, updated_at = now()
+			 WHERE conversations.owner_id = EXCLUDED.owner_id
+			   AND (conversations.busy_until IS NULL OR conversations.busy_until < now())
+			RETURNING id, owner_id, created_at, updated_at, xmax = 0 AS created
+		), last AS (
+			SELECT position, chars_before + model_chars AS end_chars, id, role, parts, metadata FROM conversation_messages
+			 WHERE conversation_id = $1 ORDER BY position DESC LIMIT 1
+		)
+		SELECT c.id, c.owner_id, c.created_at, c.updated_at, c.created,
+		       (SELECT r.id FROM chat_runs r WHERE r.conversation_id = c.id AND r.ended_at IS NULL
+		         ORDER BY r.started_at DESC LIMIT 1),
+		       last.position, last.end_chars, coalesce(last.id, ''), coalesce(last.role, ''), last.parts, last.metadata
+		  FROM c LEFT JOIN last ON true`,
+		id, owner, token, interval(ttl), off,
+	).Scan(&l.ID, &l.OwnerID, &l.CreatedAt, &l.UpdatedAt, &l.created, &stale, &pos, &end, &m.ID, &m.Role, &parts, &metadata)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var other uuid.UUID
 		err := db.QueryRow(ctx, `SELECT owner_id FROM conversations WHERE id = $1`, id).Scan(&other)
 		if err != nil || other != owner {
-			return nil, problem.NotFound("conversation")
+			return nil, last, problem.NotFound("conversation")
 		}
-		return nil, problem.Conflict(CodeConversationBusy, "another request is running this conversation; retry when it has finished")
+		return nil, last, problem.Conflict(CodeConversationBusy, "another request is running this conversation; retry when it has finished")
 	}
 	if err != nil {
-		return nil, store.MapError(err, "conversation")
+		return nil, last, store.MapError(err, "conversation")
 	}
 	l.token = token
-	return &l, nil
+	if stale != nil {
+		l.stale = *stale
+	}
+	if pos != nil {
+		if err := m.decode(parts, metadata); err != nil {
+			return nil, last, err
+		}
+		last = lastStored{msg: &m, pos: *pos, end: *end}
+	}
+	return &l, last, nil
 }
+
+// interval is d as a PostgreSQL interval.
+func interval(d time.Duration) string { return fmt.Sprintf("%d milliseconds", d.Milliseconds()) }
 
 // ConversationRelease gives the lease back.
 func ConversationRelease(ctx context.Context, db store.Executor, l *Lease) error {
@@ -118,6 +176,13 @@ func ConversationGet(ctx context.Context, db store.Executor, id string, owner uu
 // Inside a caller's transaction it leaves the setting alone, since it
 // would apply to that whole transaction.
 func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration, m Message) (*Lease, bool, error) {
+	return conversationCreate(ctx, db, id, owner, ttl, m, nil)
+}
+
+// conversationCreate is ConversationCreateWithMessage that also opens run
+// (when not nil) in the same statement, so a reader that asks right after
+// the request began finds it.
+func conversationCreate(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration, m Message, run *runStart) (*Lease, bool, error) {
 	parts, err := partsJSON(m)
 	if err != nil {
 		return nil, false, err
@@ -129,6 +194,14 @@ func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id st
 		off := "off"
 		async = &off
 	}
+	var (
+		runID, msgID *string
+		head         []byte
+	)
+	if run != nil {
+		rid := run.ID.String()
+		runID, msgID, head = &rid, &run.MessageID, run.Head
+	}
 	err = db.QueryRow(ctx, `
 		WITH async AS (
 			SELECT set_config('synchronous_commit', coalesce($8::text, current_setting('synchronous_commit')), true)
@@ -138,11 +211,14 @@ func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id st
 			ON CONFLICT (id) DO NOTHING
 			RETURNING id, owner_id, created_at, updated_at
 		), m AS (
-			INSERT INTO conversation_messages (conversation_id, position, id, role, parts)
-			SELECT id, 0, $5, $6, $7 FROM c
+			INSERT INTO conversation_messages (conversation_id, position, id, role, parts, model_chars)
+			SELECT id, 0, $5, $6, $7, $12 FROM c
+		), r AS (
+			INSERT INTO chat_runs (id, conversation_id, message_id, position, lease_token, head)
+			SELECT $9::uuid, id, $10, 1, $3, $11 FROM c WHERE $9::uuid IS NOT NULL
 		)
 		SELECT id, owner_id, created_at, updated_at FROM c`,
-		id, owner, l.token, fmt.Sprintf("%d milliseconds", ttl.Milliseconds()), m.ID, m.Role, parts, async,
+		id, owner, l.token, interval(ttl), m.ID, m.Role, parts, async, runID, msgID, string(head), modelChars(m),
 	).Scan(&l.ID, &l.OwnerID, &l.CreatedAt, &l.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
@@ -160,120 +236,4 @@ func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id st
 		return nil, false, store.MapError(err, "conversation")
 	}
 	return &l, true, nil
-}
-
-// errLeaseLost is what a write by a request that no longer holds its
-// conversation's lease becomes: its lease expired and another request
-// took the conversation, so its message is not stored over that one's.
-var errLeaseLost = problem.Conflict(CodeConversationBusy,
-	"this request's hold on the conversation expired and another request took it; the answer was not stored")
-
-// MessagePutRelease stores m at position and releases the lease in one
-// statement (one round trip, one commit at the end of every request). It
-// writes only while the lease is still this request's: otherwise nothing
-// is written and the error is CONVERSATION_BUSY.
-func MessagePutRelease(ctx context.Context, db store.Executor, l *Lease, position int, m Message) error {
-	return messagePutHeld(ctx, db, l, position, m, `
-		UPDATE conversations SET busy_token = NULL, busy_until = NULL, updated_at = now()
-		 WHERE id = $1 AND busy_token = $2
-		RETURNING id`)
-}
-
-// MessagePutLeased is MessagePut for a request that holds l: it writes
-// only while the lease is still this request's (the row lock makes a
-// concurrent take-over wait, then the check sees it), and is
-// CONVERSATION_BUSY otherwise, writing nothing.
-func MessagePutLeased(ctx context.Context, db store.Executor, l *Lease, position int, m Message) error {
-	return messagePutHeld(ctx, db, l, position, m, `
-		SELECT id FROM conversations WHERE id = $1 AND busy_token = $2 FOR SHARE`)
-}
-
-// messagePutHeld stores m at position in one statement whose lease CTE
-// (given the conversation id as $1 and the lease token as $2) yields the
-// conversation's id only while l is still held; it is CONVERSATION_BUSY,
-// writing nothing, when it yields none.
-func messagePutHeld(ctx context.Context, db store.Executor, l *Lease, position int, m Message, lease string) error {
-	parts, err := partsJSON(m)
-	if err != nil {
-		return err
-	}
-	var held bool
-	err = db.QueryRow(ctx, `
-		WITH l AS (`+lease+`
-		), m AS (
-			INSERT INTO conversation_messages (conversation_id, position, id, role, parts)
-			SELECT id, $3, $4, $5, $6 FROM l
-			ON CONFLICT (conversation_id, position) DO UPDATE
-			   SET parts = EXCLUDED.parts, updated_at = now()
-		)
-		SELECT EXISTS (SELECT 1 FROM l)`,
-		l.ID, l.token, position, m.ID, m.Role, parts).Scan(&held)
-	if err != nil {
-		return store.MapError(err, "message")
-	}
-	if !held {
-		return errLeaseLost
-	}
-	return nil
-}
-
-// partsJSON is m's parts as stored: a JSON array, empty for none.
-func partsJSON(m Message) ([]byte, error) {
-	if m.Parts == nil {
-		return []byte("[]"), nil
-	}
-	parts, err := json.Marshal(m.Parts)
-	if err != nil {
-		return nil, fmt.Errorf("marshal parts: %w", err)
-	}
-	return parts, nil
-}
-
-// MessageList returns a conversation's messages in order.
-func MessageList(ctx context.Context, db store.Executor, conversationID string) ([]Message, error) {
-	rows, err := db.Query(ctx, `
-		SELECT id, role, parts FROM conversation_messages
-		 WHERE conversation_id = $1 ORDER BY position`, conversationID)
-	if err != nil {
-		return nil, store.MapError(err, "messages")
-	}
-	msgs, err := pgx.CollectRows(rows, scanMessage)
-	if err != nil {
-		return nil, store.MapError(err, "messages")
-	}
-	return msgs, nil
-}
-
-func scanMessage(row pgx.CollectableRow) (Message, error) {
-	var (
-		m     Message
-		parts []byte
-	)
-	if err := row.Scan(&m.ID, &m.Role, &parts); err != nil {
-		return m, err
-	}
-	if err := json.Unmarshal(parts, &m.Parts); err != nil {
-		return m, fmt.Errorf("message %s: parts: %w", m.ID, err)
-	}
-	return m, nil
-}
-
-// MessagePut stores m at position, replacing what was there (the assistant
-// message grows step by step). It does not look at the lease: the caller
-// took it in the same transaction.
-func MessagePut(ctx context.Context, db store.Executor, conversationID string, position int, m Message) error {
-	parts, err := partsJSON(m)
-	if err != nil {
-		return err
-	}
-	_, err = db.Exec(ctx, `
-		INSERT INTO conversation_messages (conversation_id, position, id, role, parts)
-		VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (conversation_id, position) DO UPDATE
-		   SET parts = EXCLUDED.parts, updated_at = now()`,
-		conversationID, position, m.ID, m.Role, parts)
-	if store.IsUniqueViolation(err, "conversation_messages_id_key") {
-		return problem.New(http.StatusConflict, CodeTranscriptMismatch, fmt.Sprintf("message id %q is already used in this conversation", m.ID))
-	}
-	return store.MapError(err, "message")
 }

@@ -13,7 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(replicaEnv) != "" {
+		// This process is a replica of runs_e2e_test.go's, not a test run.
+		os.Exit(runReplica())
+	}
+	os.Exit(storetest.Main(m))
+}
 
 // Opening a chat inside a caller's transaction must not turn off
 // synchronous commit for the rest of that transaction.

@@ -56,7 +56,10 @@ func lastUserAfter(req model.Request) (string, int) {
 	return strings.ToLower(last), after
 }
 
-func (p *edgeModel) Stream(ctx context.Context, req model.Request, onText func(string) error) (model.Step, error) {
+func (p *edgeModel) Name() string { return "edge" }
+
+func (p *edgeModel) Stream(ctx context.Context, req model.Request, ev model.Events) (model.Step, error) {
+	onText := ev.Text
 	u, after := lastUserAfter(req)
 	text := func(parts ...string) (model.Step, error) {
 		for _, s := range parts {
@@ -201,8 +204,8 @@ func setupConformance(t *testing.T, prov model.Provider, cfg server.Config) *bun
 	ctl, err := confirm.NewController(confirm.Config{Registry: confirm.NewPostgres(pool), Mode: confirm.AgentToolset.Confirmations})
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := steploop.New(steploop.Config{DB: pool, Model: prov, Tools: reg, Frontend: []steploop.FrontendTool{steploop.ShowInvoice}, MaxSteps: 3, Log: log, Confirm: ctl})
-	require.NoError(t, err)
+	svc := startService(t, steploop.Config{DB: pool, Model: prov, Tools: reg, Frontend: []steploop.FrontendTool{steploop.ShowInvoice}, MaxSteps: 3, Log: log, Confirm: ctl,
+		Listen: pool.Config().ConnConfig})
 	e := server.New(cfg, log, func(ctx context.Context) error { return pool.Ping(ctx) })
 	v1 := e.Group("/v1", identity.Authenticate(pool, nil))
 	chatRoutes(v1, svc)

@@ -19,17 +19,17 @@ import (
 )
 
 // dispatch emits a tool call and handles it by kind; it reports whether
-// the call waits for the browser.
-func (t *turn) dispatch(tc model.ToolCall) bool {
-	id := tc.ID
-	if id == "" || t.part(id) != nil || t.seenAnywhere(id) {
-		id = "call_" + strings.ReplaceAll(uuid.NewString(), "-", "")
-	}
+// the call waits for the browser. streamed is the call's part the client
+// already holds (its arguments streamed), or nil.
+func (t *turn) dispatch(tc model.ToolCall, streamed *streamingCall) bool {
+	p := t.callPart(tc, streamed)
 	input, inputErr := toolInput(tc.Arguments)
-	a := t.asst()
-	a.Parts = append(a.Parts, Part{Type: "tool-" + tc.Name, ToolCallID: id, State: StateInputAvailable, Input: input})
-	t.out.send(chunk{"type": "tool-input-available", "toolCallId": id, "toolName": tc.Name, "input": input})
-	p := t.part(id)
+	if inputErr != nil {
+		t.inputError(p, input, inputErr)
+		return false
+	}
+	p.State, p.Input = StateInputAvailable, input
+	t.out.send(chunk{"type": "tool-input-available", "toolCallId": p.ToolCallID, "toolName": tc.Name, "input": input})
 	// The tool may take a while (a bound one waits on the confirm
 	// controller's statements): show the call first.
 	t.out.flushSoon()
@@ -37,10 +37,7 @@ func (t *turn) dispatch(tc model.ToolCall) bool {
 		t.toolError(p, err)
 		return false
 	}
-	if inputErr != nil {
-		t.toolError(p, inputErr)
-		return false
-	}
+	id := p.ToolCallID
 	if t.s.isFrontend(tc.Name) {
 		if _, err := t.s.frontend.Prepare(tc.Name, input); err != nil {
 			t.toolError(p, err)
@@ -101,6 +98,27 @@ func toolInput(arguments string) (json.RawMessage, error) {
 	return json.RawMessage(args), nil
 }
 
+// callPart is the answer's part for tc: the one its streamed arguments
+// opened (renamed, should the name have arrived split), or a new one with
+// an id of its own when the model gave none or one already used.
+func (t *turn) callPart(tc model.ToolCall, streamed *streamingCall) *Part {
+	if streamed != nil {
+		if p := t.part(streamed.id); p != nil {
+			p.Type = "tool-" + tc.Name
+			return p
+		}
+	}
+	id := tc.ID
+	if id == "" || t.part(id) != nil || t.seenAnywhere(id) {
+		id = newCallID()
+	}
+	a := t.asst()
+	a.Parts = append(a.Parts, Part{Type: "tool-" + tc.Name, ToolCallID: id})
+	return &a.Parts[len(a.Parts)-1]
+}
+
+func newCallID() string { return "call_" + strings.ReplaceAll(uuid.NewString(), "-", "") }
+
 func (t *turn) seenAnywhere(id string) bool {
 	for _, m := range t.msgs {
 		for _, p := range m.Parts {
@@ -160,7 +178,7 @@ func (t *turn) recheck() error {
 	if err == nil {
 		return nil
 	}
-	t.stopped = true
+	t.halted = true
 	t.errorText = "The server could not check your credentials again; the error has been logged. Send the message again to retry."
 	if problem.HasCode(err, problem.CodeUnauthenticated) {
 		t.errorText = "Your credentials are no longer valid (token revoked, user disabled or role changed); sign in again to continue."
@@ -317,20 +335,35 @@ func approvalTarget(pe *problem.Error, call capability.Call) any {
 	return json.RawMessage(call.Input)
 }
 
-// toolError records a failed call with a message safe to show: a typed
-// problem's detail, or a generic sentence for anything internal, which is
-// logged instead.
+// toolError records a failed call with a message safe to show.
 func (t *turn) toolError(p *Part, err error) {
-	code, msg := "INTERNAL", "The tool failed with an internal error; it has been logged."
-	if pe, ok := problem.As(err); ok && pe.Status < 500 {
-		code, msg = pe.Code, pe.Detail
-		for _, f := range pe.Errors {
-			msg += fmt.Sprintf("; %s %s", f.Field, f.Message)
-		}
-	} else {
-		t.s.cfg.Log.Error("steploop: tool failed", "conversation", t.lease.ID, "tool", p.ToolName(), "err", err)
-	}
+	code, msg := t.errorFor(p, err)
 	p.State, p.ErrorText, p.Output = StateOutputError, msg, nil
 	p.ModelResult = mustJSON(map[string]any{"error": map[string]string{"code": code, "message": msg}})
 	t.out.send(chunk{"type": "tool-output-error", "toolCallId": p.ToolCallID, "errorText": msg})
+}
+
+// inputError records a call whose arguments cannot be used (not a JSON
+// object, or cut off) as ai@7 does: an input error holding the arguments'
+// text, which the model reads as a typed tool error.
+func (t *turn) inputError(p *Part, input []byte, err error) {
+	code, msg := t.errorFor(p, err)
+	p.State, p.Input, p.ErrorText, p.Output = StateOutputError, input, msg, nil
+	p.ModelResult = mustJSON(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	t.out.send(chunk{"type": "tool-input-error", "toolCallId": p.ToolCallID, "toolName": p.ToolName(), "input": json.RawMessage(input), "errorText": msg})
+}
+
+// errorFor is a failed call's code and a message safe to show: a typed
+// problem's detail, or a generic sentence for anything internal, which is
+// logged instead.
+func (t *turn) errorFor(p *Part, err error) (string, string) {
+	if pe, ok := problem.As(err); ok && pe.Status < 500 {
+		msg := pe.Detail
+		for _, f := range pe.Errors {
+			msg += fmt.Sprintf("; %s %s", f.Field, f.Message)
+		}
+		return pe.Code, msg
+	}
+	t.s.cfg.Log.Error("steploop: tool failed", "conversation", t.lease.ID, "tool", p.ToolName(), "err", err)
+	return "INTERNAL", "The tool failed with an internal error; it has been logged."
 }

@@ -58,12 +58,12 @@ func Transcript(msgs []Message) []model.Message {
 // arguments returns the model's own argument text: an object as JSON, or
 // the raw text that was not valid JSON (stored as a JSON string).
 func arguments(input json.RawMessage) string {
-	var s string
-	if json.Unmarshal(input, &s) == nil {
-		return s
-	}
 	if len(input) == 0 {
 		return "{}"
+	}
+	var s string
+	if input[0] == '"' && json.Unmarshal(input, &s) == nil {
+		return s
 	}
 	return string(input)
 }

@@ -64,6 +64,15 @@ func approveAll(t *testing.T, msgs []json.RawMessage) (map[string]any, map[strin
 // stored one and its next message is accepted.
 func TestChatPanicWhileAnsweringSeveralConfirmationsKeepsCopiesEqual(t *testing.T) {
 	t.Parallel()
+	for _, mode := range requestModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testChatPanicWhileAnsweringSeveralConfirmationsKeepsCopiesEqual(t, mode)
+		})
+	}
+}
+
+func testChatPanicWhileAnsweringSeveralConfirmationsKeepsCopiesEqual(t *testing.T, mode string) {
 	var ran atomic.Int32
 	reg := registryWith("send-reminder", capability.RiskBound, func(_ context.Context, call capability.Call) (any, error) {
 		ran.Add(1)
@@ -77,6 +86,7 @@ func TestChatPanicWhileAnsweringSeveralConfirmationsKeepsCopiesEqual(t *testing.
 	ctl, err := confirm.NewController(confirm.Config{Registry: confirm.NewMemory(), Mode: confirm.ModeWait})
 	require.NoError(t, err)
 	b := setupWithConfig(t, steploop.Config{Tools: reg, Confirm: ctl, Model: remindAAndB()})
+	b.Mode = mode
 	res := b.chat(t, b.Token, body("conv-2appr", userMsg("u1", "remind a and b")))
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	_, msgs := b.conversation(t, b.Token, "conv-2appr")
@@ -126,6 +136,15 @@ func TestChatPanicWhileAnsweringSeveralConfirmationsKeepsCopiesEqual(t *testing.
 // controller consumes the evidence.
 func TestChatConfirmationIsNotSpentWhenTheCredentialNoLongerHolds(t *testing.T) {
 	t.Parallel()
+	for _, mode := range requestModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testChatConfirmationIsNotSpentWhenTheCredentialNoLongerHolds(t, mode)
+		})
+	}
+}
+
+func testChatConfirmationIsNotSpentWhenTheCredentialNoLongerHolds(t *testing.T, mode string) {
 	var ran atomic.Int32
 	var b *bundle
 	reg := registryWith("send-reminder", capability.RiskBound, func(_ context.Context, call capability.Call) (any, error) {
@@ -139,6 +158,7 @@ func TestChatConfirmationIsNotSpentWhenTheCredentialNoLongerHolds(t *testing.T) 
 	ctl, err := confirm.NewController(confirm.Config{Registry: reg2, Mode: confirm.ModeWait})
 	require.NoError(t, err)
 	b = setupWithConfig(t, steploop.Config{Tools: reg, Confirm: ctl, CredentialMaxAge: time.Nanosecond, Model: remindAAndB()})
+	b.Mode = mode
 	res := b.chat(t, b.Token, body("conv-recheck", userMsg("u1", "remind a and b")))
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	_, msgs := b.conversation(t, b.Token, "conv-recheck")

@@ -27,15 +27,17 @@ import (
 // control.
 type funcModel func(ctx context.Context, onText func(string) error) (model.Step, error)
 
-func (f funcModel) Stream(ctx context.Context, _ model.Request, onText func(string) error) (model.Step, error) {
-	return f(ctx, onText)
+func (f funcModel) Name() string { return "func" }
+
+func (f funcModel) Stream(ctx context.Context, _ model.Request, ev model.Events) (model.Step, error) {
+	return f(ctx, ev.Text)
 }
 
-// setupWithModel serves the chat routes with model m and lease ttl (0:
+// setupWithModel serves the chat routes with model m and run timeout (0:
 // the default) and a clerk's token.
-func setupWithModel(t *testing.T, m model.Provider, ttl time.Duration) *bundle {
+func setupWithModel(t *testing.T, m model.Provider, runTimeout time.Duration) *bundle {
 	t.Helper()
-	return setupWithConfig(t, steploop.Config{Model: m, LeaseTTL: ttl})
+	return setupWithConfig(t, steploop.Config{Model: m, Limits: steploop.Limits{RunTimeout: runTimeout}})
 }
 
 // registryWith is a registry of one tool, name, taking any JSON object.
@@ -51,16 +53,15 @@ func registryWith(name string, risk capability.Risk, h func(context.Context, cap
 // setupWithConfig serves the chat routes with cfg, its database, log,
 // tools (none, unless given) and frontend tools filled in, and a clerk's
 // token.
-func setupWithConfig(t *testing.T, cfg steploop.Config) *bundle {
+func setupWithConfig(t testing.TB, cfg steploop.Config) *bundle {
 	t.Helper()
 	pool := storetest.Pool(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.DB, cfg.Log, cfg.Frontend = pool, log, []steploop.FrontendTool{steploop.ShowInvoice}
+	cfg.DB, cfg.Log, cfg.Frontend, cfg.Listen = pool, log, []steploop.FrontendTool{steploop.ShowInvoice}, pool.Config().ConnConfig
 	if cfg.Tools == nil {
 		cfg.Tools = capability.NewRegistry()
 	}
-	svc, err := steploop.New(cfg)
-	require.NoError(t, err)
+	svc := startService(t, cfg)
 	e := server.New(server.DefaultConfig(), log, func(context.Context) error { return nil })
 	chatRoutes(e.Group("/v1", identity.Authenticate(pool, nil)), svc)
 	srv := httptest.NewServer(openapitest.Wrap(t, e))
@@ -99,16 +100,16 @@ func TestChatPanicInTheTurnEndsItAndReleasesTheConversation(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.Status, "conversation stuck after a panic: %s", res.Body)
 }
 
-// The run's own limit (LeaseTTL − 30 s) is not the client going away: a
-// client still connected is told the answer stopped (an error chunk, then
-// [DONE]) instead of getting a stream that just ends like a complete one.
+// The run's own limit (RunTimeout): a client still connected is told the
+// answer stopped (an error chunk, then [DONE]) instead of getting a stream
+// that just ends like a complete one.
 func TestChatRunLimitEndsWithAnErrorChunk(t *testing.T) {
 	t.Parallel()
 	b := setupWithModel(t, funcModel(func(ctx context.Context, onText func(string) error) (model.Step, error) {
 		_ = onText("partial ")
 		<-ctx.Done()
 		return model.Step{}, ctx.Err()
-	}), 30*time.Second+300*time.Millisecond)
+	}), 300*time.Millisecond)
 	res := b.chat(t, b.Token, body("conv-deadline", userMsg("u1", "hello")))
 	require.Equal(t, http.StatusOK, res.Status)
 	t.Logf("response: %q", res.Body)

@@ -20,6 +20,7 @@ import (
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/server"
+	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/store"
 	"github.com/labstack/gommon/bytes"
@@ -115,6 +116,9 @@ func loadConfig(e env) (config, error) {
 		return c, err
 	}
 	if err := sellerSettings(e, &c.App.Seller); err != nil {
+		return c, err
+	}
+	if c.App.Chat, err = steploop.LimitsFromSettings(func(k string) string { return e.get(k, "") }); err != nil {
 		return c, err
 	}
 	m, err := model.FromSettings(func(k string) string { return e.get(k, "") })
@@ -255,6 +259,7 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 	if cfg.MetricsAddr != "" {
 		metrics := server.NewMetrics()
 		metrics.RegisterPool(pool)
+		metrics.Registry.MustRegister(steploop.TokensTotal)
 		cfg.HTTP.Metrics = metrics
 		stopMetrics, err := serveSide("INVOICED_METRICS_ADDR", cfg.MetricsAddr, metrics.Handler(), log)
 		if err != nil {

@@ -59,11 +59,67 @@ type Step struct {
 	ToolCalls []ToolCall
 	// FinishReason is the provider's reason ("stop", "tool_calls", …).
 	FinishReason string
+	// Usage is what the endpoint reported the step cost; nil when it
+	// reported nothing (unknown, not zero).
+	Usage *Usage
 }
 
-// Provider runs one model step, streaming text deltas to onText as they
-// arrive. Cancelling ctx cancels the model call. An error from onText stops
-// the stream and is returned.
+// Usage is a step's token count as the endpoint reports it.
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+	// CachedInputTokens are the input tokens read from the endpoint's
+	// prompt cache; ReasoningTokens the output tokens spent reasoning.
+	CachedInputTokens int64
+	ReasoningTokens   int64
+}
+
+// Add returns u plus v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
+		CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens, ReasoningTokens: u.ReasoningTokens + v.ReasoningTokens,
+	}
+}
+
+// ToolInput is a fragment of a tool call's arguments as it streams. Index
+// is the call's position in the step's ToolCalls; the first fragment of a
+// call has Start set, with the call's ID (possibly empty) and Name.
+type ToolInput struct {
+	Index     int
+	Start     bool
+	ID, Name  string
+	Arguments string
+}
+
+// Events receives a step's output as it arrives; an error from any of them
+// stops the stream and is returned.
+type Events interface {
+	// Text is a delta of the answer's text.
+	Text(delta string) error
+	// Reasoning is a delta of the model's reasoning (reasoning_content).
+	Reasoning(delta string) error
+	// ToolInput is a fragment of a tool call.
+	ToolInput(in ToolInput) error
+}
+
+// TextOnly is Events for a caller that wants the text alone.
+type TextOnly func(delta string) error
+
+// Text implements Events.
+func (f TextOnly) Text(d string) error { return f(d) }
+
+// Reasoning implements Events; reasoning is dropped.
+func (TextOnly) Reasoning(string) error { return nil }
+
+// ToolInput implements Events; fragments are dropped.
+func (TextOnly) ToolInput(ToolInput) error { return nil }
+
+// Provider runs one model step, streaming its output to ev as it arrives.
+// Cancelling ctx cancels the model call.
 type Provider interface {
-	Stream(ctx context.Context, req Request, onText func(delta string) error) (Step, error)
+	// Name is the model's name, as a message's metadata and the token
+	// metrics report it.
+	Name() string
+	Stream(ctx context.Context, req Request, ev Events) (Step, error)
 }

@@ -44,7 +44,7 @@ func TestScriptedPlaysStepsInOrder(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	var streamed strings.Builder
-	on := func(d string) error { streamed.WriteString(d); return nil }
+	on := TextOnly(func(d string) error { streamed.WriteString(d); return nil })
 
 	step, err := s.Stream(ctx, Request{Messages: []Message{{Role: RoleUser, Content: "which are overdue?"}}}, on)
 	require.NoError(t, err)
@@ -84,6 +84,11 @@ func TestFromSettingsRefusesWhatCannotWork(t *testing.T) {
 	}
 	_, err := FromSettings(openai("INVOICED_MODEL_BASE_URL", "https://llm.internal:8443/v1/"))
 	require.NoError(t, err)
+	_, err = FromSettings(openai("INVOICED_MODEL_STREAM_USAGE", "no"))
+	require.ErrorContains(t, err, "INVOICED_MODEL_STREAM_USAGE")
+	p, err := FromSettings(openai("INVOICED_MODEL_STREAM_USAGE", "false"))
+	require.NoError(t, err)
+	require.True(t, p.(*OpenAI).noUsage)
 
 	// OpenAI's own endpoint without a key can never answer.
 	_, err = FromSettings(env("INVOICED_MODEL_PROVIDER", "openai", "INVOICED_MODEL_NAME", "gpt-x"))

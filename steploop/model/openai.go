@@ -32,6 +32,9 @@ type OpenAIConfig struct {
 	// IdleTimeout ends a step whose endpoint sends nothing for this long,
 	// before its first token or between two; 0 uses DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// NoStreamUsage leaves stream_options.include_usage out of requests,
+	// for an endpoint that refuses it; steps then report no usage.
+	NoStreamUsage bool
 }
 
 // DefaultIdleTimeout is how long a model step may go without a byte: long
@@ -46,9 +49,10 @@ var errIdle = errors.New("model endpoint idle")
 // OpenAI streams Chat Completions with tool calls from any
 // OpenAI-compatible endpoint.
 type OpenAI struct {
-	chat  openai.ChatCompletionService
-	model string
-	idle  time.Duration
+	chat    openai.ChatCompletionService
+	model   string
+	idle    time.Duration
+	noUsage bool
 }
 
 // DefaultBaseURL is the API root the openai provider uses when
@@ -96,11 +100,14 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	// OPENAI_CUSTOM_HEADERS, …), so a variable left over for another tool
 	// could send the prompts, a key or any header somewhere else. Only the
 	// INVOICED_MODEL_* settings count.
-	return &OpenAI{chat: openai.NewChatCompletionService(opts...), model: cfg.Model, idle: idle}, nil
+	return &OpenAI{chat: openai.NewChatCompletionService(opts...), model: cfg.Model, idle: idle, noUsage: cfg.NoStreamUsage}, nil
 }
 
+// Name implements Provider: the configured model name.
+func (o *OpenAI) Name() string { return o.model }
+
 // Stream implements Provider.
-func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) error) (Step, error) {
+func (o *OpenAI) Stream(ctx context.Context, req Request, ev Events) (Step, error) {
 	params, err := o.params(req)
 	if err != nil {
 		return Step{}, err
@@ -112,12 +119,12 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 	defer w.idle.Stop()
 	stream := o.chat.NewStreaming(context.WithValue(ctx, watchKey{}, w), params)
 	defer stream.Close()
-	a := assembly{byIndex: map[int64]*ToolCall{}}
+	a := assembly{byIndex: map[int64]*partialCall{}}
 	for stream.Next() {
 		// The time onText takes (the client's write) is not the
 		// endpoint's idleness, even when every chunk came in one read.
 		w.idle.Reset(o.idle)
-		if err := a.add(stream.Current(), onText); err != nil {
+		if err := a.add(stream.Current(), ev); err != nil {
 			return Step{}, err
 		}
 	}
@@ -139,6 +146,11 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string) er
 // params is req as a Chat Completions request.
 func (o *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(o.model)}
+	if !o.noUsage {
+		// The totals then arrive in one last chunk without choices; ai's
+		// own OpenAI provider asks for them the same way.
+		params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	}
 	if req.System != "" {
 		params.Messages = append(params.Messages, openai.SystemMessage(req.System))
 	}
@@ -186,51 +198,119 @@ func assistantParam(m Message) openai.ChatCompletionMessageParamUnion {
 type assembly struct {
 	step  Step
 	text  []byte
-	calls []*ToolCall
+	calls []*partialCall
 	// byIndex is the call each index is assembling.
-	byIndex map[int64]*ToolCall
+	byIndex map[int64]*partialCall
 }
 
-// add takes one chunk: text goes to onText as it arrives.
-func (a *assembly) add(chunk openai.ChatCompletionChunk, onText func(string) error) error {
+// partialCall is a tool call being assembled; started says whether its
+// first fragment (with a name) was reported, pending holds arguments that
+// came before its name did.
+type partialCall struct {
+	ToolCall
+	index   int
+	started bool
+	pending string
+}
+
+// add takes one chunk: text, reasoning and tool call fragments go to ev
+// as they arrive.
+func (a *assembly) add(chunk openai.ChatCompletionChunk, ev Events) error {
+	if chunk.JSON.Usage.Valid() {
+		// The usage chunk comes last, with no choices (include_usage).
+		u := chunk.Usage
+		a.step.Usage = &Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
+			CachedInputTokens: u.PromptTokensDetails.CachedTokens, ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens}
+	}
 	if len(chunk.Choices) == 0 {
 		return nil
 	}
 	ch := chunk.Choices[0]
+	if r := reasoningDelta(ch.Delta); r != "" {
+		if err := ev.Reasoning(r); err != nil {
+			return err
+		}
+	}
 	// A refusal is what the model says instead of an answer.
 	for _, d := range []string{ch.Delta.Content, ch.Delta.Refusal} {
 		if d == "" {
 			continue
 		}
 		a.text = append(a.text, d...)
-		if err := onText(d); err != nil {
+		if err := ev.Text(d); err != nil {
 			return err
 		}
 	}
-	// Tool calls arrive as fragments keyed by index: the first carries
-	// the id and name, later ones append to the arguments. Some servers
-	// split the name over fragments (joined), some repeat it on every
-	// fragment (kept once), and some send whole calls without an index
-	// (so all at 0): a new id at an index starts a new call.
 	for _, tc := range ch.Delta.ToolCalls {
-		c, ok := a.byIndex[tc.Index]
-		if !ok || (tc.ID != "" && c.ID != "" && tc.ID != c.ID) {
-			c = &ToolCall{}
-			a.byIndex[tc.Index] = c
-			a.calls = append(a.calls, c)
+		if err := a.toolFragment(tc, ev); err != nil {
+			return err
 		}
-		if tc.ID != "" {
-			c.ID = tc.ID
-		}
-		if n := tc.Function.Name; n != c.Name {
-			c.Name += n
-		}
-		c.Arguments += tc.Function.Arguments
 	}
 	if ch.FinishReason != "" {
 		a.step.FinishReason = ch.FinishReason
 	}
 	return nil
+}
+
+// toolFragment adds one fragment of a tool call. Tool calls arrive as
+// fragments keyed by index: the first carries the id and name, later ones
+// append to the arguments. Some servers split the name over fragments
+// (joined), some repeat it on every fragment (kept once), and some send
+// whole calls without an index (so all at 0): a new id at an index starts
+// a new call.
+func (a *assembly) toolFragment(tc openai.ChatCompletionChunkChoiceDeltaToolCall, ev Events) error {
+	c, ok := a.byIndex[tc.Index]
+	if !ok || (tc.ID != "" && c.ID != "" && tc.ID != c.ID) {
+		c = &partialCall{index: len(a.calls)}
+		a.byIndex[tc.Index] = c
+		a.calls = append(a.calls, c)
+	}
+	if tc.ID != "" {
+		c.ID = tc.ID
+	}
+	if n := tc.Function.Name; n != c.Name {
+		c.Name += n
+	}
+	c.Arguments += tc.Function.Arguments
+	if !c.started {
+		if c.Name == "" {
+			c.pending += tc.Function.Arguments
+			return nil
+		}
+		c.started = true
+		if err := ev.ToolInput(ToolInput{Index: c.index, Start: true, ID: c.ID, Name: c.Name}); err != nil {
+			return err
+		}
+		args := c.pending + tc.Function.Arguments
+		c.pending = ""
+		if args == "" {
+			return nil
+		}
+		return ev.ToolInput(ToolInput{Index: c.index, Arguments: args})
+	}
+	if tc.Function.Arguments == "" {
+		return nil
+	}
+	return ev.ToolInput(ToolInput{Index: c.index, Arguments: tc.Function.Arguments})
+}
+
+// reasoningDelta is a chunk's reasoning text: DeepSeek and llama.cpp send
+// it as reasoning_content, vLLM, OpenRouter and Ollama as reasoning (ai's
+// openai-compatible provider reads both, in this order). openai-go has no
+// field for either; an extra field's Valid is false, so its raw text is
+// read instead.
+func reasoningDelta(d openai.ChatCompletionChunkChoiceDelta) string {
+	for _, k := range []string{"reasoning_content", "reasoning"} {
+		f, ok := d.JSON.ExtraFields[k]
+		if !ok || f.Raw() == "" || f.Raw() == "null" {
+			continue
+		}
+		var s string
+		if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // finish is the assembled step once the stream ended without an error;
@@ -259,7 +339,7 @@ func (a *assembly) finish(sawDone bool) (Step, error) {
 			// later request in the conversation fail.
 			return Step{}, errors.New("model stream: the endpoint sent a tool call without a function name")
 		}
-		step.ToolCalls = append(step.ToolCalls, *c)
+		step.ToolCalls = append(step.ToolCalls, c.ToolCall)
 	}
 	return step, nil
 }

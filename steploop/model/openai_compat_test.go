@@ -41,7 +41,7 @@ func stream(t *testing.T, p *OpenAI) (Step, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var got strings.Builder
-	st, err := p.Stream(ctx, Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}, func(d string) error { got.WriteString(d); return nil })
+	st, err := p.Stream(ctx, Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}, TextOnly(func(d string) error { got.WriteString(d); return nil }))
 	return st, got.String(), err
 }
 
@@ -215,9 +215,9 @@ func TestOpenAIIdleTimeoutDoesNotCountTheClientsTime(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = p.Stream(ctx, Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}, func(string) error {
+	_, err = p.Stream(ctx, Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}, TextOnly(func(string) error {
 		time.Sleep(100 * time.Millisecond)
 		return nil
-	})
+	}))
 	require.NoError(t, err, "every chunk had arrived; the endpoint was not idle")
 }

@@ -33,7 +33,7 @@ func TestOpenAICutOffStreamIsAnError(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	step, err := p.Stream(ctx, Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}, func(string) error { return nil })
+	step, err := p.Stream(ctx, Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}, TextOnly(func(string) error { return nil }))
 	require.Error(t, err, "truncated stream accepted as a complete step: %+v", step)
 }
 
@@ -47,7 +47,7 @@ func TestOpenAINonStreamAnswerIsAnError(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	step, err := p.Stream(ctx, Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}, func(string) error { return nil })
+	step, err := p.Stream(ctx, Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}, TextOnly(func(string) error { return nil }))
 	require.Error(t, err, "non-SSE body accepted as an empty step: %+v", step)
 }
 
@@ -72,7 +72,7 @@ func TestOpenAIIdleEndpointTimesOut(t *testing.T) {
 	require.NoError(t, err)
 	start := time.Now()
 	var got string
-	_, err = p.Stream(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}, func(d string) error { got += d; return nil })
+	_, err = p.Stream(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}, TextOnly(func(d string) error { got += d; return nil }))
 	require.ErrorContains(t, err, "INVOICED_MODEL_IDLE_TIMEOUT")
 	require.Equal(t, "Thinking", got, "what arrived was streamed")
 	require.Less(t, time.Since(start), 5*time.Second)

@@ -46,8 +46,10 @@ type ScriptRule struct {
 	Steps []ScriptStep `json:"steps"`
 }
 
-// ScriptStep is one scripted model step: text, tool calls, or both.
+// ScriptStep is one scripted model step: text, tool calls, or both, after
+// optional reasoning (streamed first, as reasoning models do).
 type ScriptStep struct {
+	Reasoning string           `json:"reasoning"`
 	Text      string           `json:"text"`
 	ToolCalls []ScriptToolCall `json:"tool_calls"`
 }
@@ -127,8 +129,11 @@ func checkSteps(steps []ScriptStep) error {
 	return nil
 }
 
+// Name implements Provider.
+func (s *Scripted) Name() string { return "scripted" }
+
 // Stream implements Provider.
-func (s *Scripted) Stream(ctx context.Context, req Request, onText func(string) error) (Step, error) {
+func (s *Scripted) Stream(ctx context.Context, req Request, ev Events) (Step, error) {
 	lastUser, after := -1, 0
 	for i, m := range req.Messages {
 		if m.Role == RoleUser {
@@ -153,33 +158,51 @@ func (s *Scripted) Stream(ctx context.Context, req Request, onText func(string) 
 		st = steps[after]
 	}
 	out := Step{FinishReason: "stop"}
-	for _, chunk := range splitWords(st.Text) {
-		if err := ctx.Err(); err != nil {
-			return Step{}, err
-		}
-		if s.script.ChunkDelayMS > 0 {
-			select {
-			case <-ctx.Done():
-				return Step{}, ctx.Err()
-			case <-time.After(time.Duration(s.script.ChunkDelayMS) * time.Millisecond):
-			}
-		}
-		if err := onText(chunk); err != nil {
-			return Step{}, err
-		}
+	if err := s.play(ctx, st.Reasoning, ev.Reasoning); err != nil {
+		return Step{}, err
+	}
+	if err := s.play(ctx, st.Text, ev.Text); err != nil {
+		return Step{}, err
 	}
 	out.Text = st.Text
-	for _, tc := range st.ToolCalls {
+	for i, tc := range st.ToolCalls {
 		args := string(tc.Input)
 		if args == "" {
 			args = "{}"
 		}
-		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: newCallID(), Name: tc.Name, Arguments: args})
+		call := ToolCall{ID: newCallID(), Name: tc.Name, Arguments: args}
+		if err := ev.ToolInput(ToolInput{Index: i, Start: true, ID: call.ID, Name: call.Name}); err != nil {
+			return Step{}, err
+		}
+		if err := ev.ToolInput(ToolInput{Index: i, Arguments: args}); err != nil {
+			return Step{}, err
+		}
+		out.ToolCalls = append(out.ToolCalls, call)
 	}
 	if len(out.ToolCalls) > 0 {
 		out.FinishReason = "tool_calls"
 	}
 	return out, nil
+}
+
+// play streams text word by word to emit, with the script's delay.
+func (s *Scripted) play(ctx context.Context, text string, emit func(string) error) error {
+	for _, chunk := range splitWords(text) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if s.script.ChunkDelayMS > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(s.script.ChunkDelayMS) * time.Millisecond):
+			}
+		}
+		if err := emit(chunk); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // splitWords cuts text into chunks of a word and its trailing space, the
