@@ -10,7 +10,7 @@ DATABASE_URL ?= $(PGHOST_URL)/invoiced?sslmode=disable
 INVOICED_TEST_DATABASE_URL ?= $(PGHOST_URL)/postgres?sslmode=disable
 export DATABASE_URL INVOICED_TEST_DATABASE_URL
 
-.PHONY: build run test vet bench-testdb bench-issue bench-chat bench-chat-long bench-mcp bench-pdf bench-receivables clean
+.PHONY: build run test vet chat-bundle bench-testdb bench-issue bench-chat bench-chat-long bench-mcp bench-pdf bench-receivables clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/invoiced
@@ -30,6 +30,10 @@ test: vet
 
 vet:
 	$(GO) vet ./...
+
+## chat-bundle: rebuild web/static/chat.js from web/chat (pinned by its lockfile); commit the result.
+chat-bundle:
+	cd web/chat && npm ci --no-audit --no-fund --ignore-scripts && node build.mjs
 
 ## bench-testdb: what one test's own database costs, clone + drop (target < 150 ms), on the
 ## in-memory tablespace CI uses (scripts/test-tablespace.sh; set INVOICED_TEST_TABLESPACE= to measure the disk).

@@ -132,6 +132,9 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/v1/credit-notes/{}", idCreditNote},
 	{"GET", "/v1/credit-notes/{}/pdf", idCreditNote},
 	{"GET", "/v1/reports/receivables", idNone},
+	{"GET", "/chat", idNone},
+	{"GET", "/chat/{}", idConversation},
+	{"GET", "/approvals/{}/conversation", idApproval},
 }
 
 // fuzzInput is one fuzzed request.

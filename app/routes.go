@@ -118,11 +118,14 @@ func (a *App) Routes(e *echo.Echo) {
 	e.POST("/logout", w.Page(w.Logout), sec)
 	e.GET("/inbox", w.Page(w.Inbox), sec)
 	e.GET("/approvals/:id", w.Page(w.Approval), sec)
+	e.GET("/approvals/:id/conversation", w.Page(w.RequestConversation), sec)
 	e.POST("/approvals/:id/approve", w.Page(w.Decide(approvals.DecisionApprove)), sec)
 	e.POST("/approvals/:id/deny", w.Page(w.Decide(approvals.DecisionDeny)), sec)
 	e.GET("/invoices", w.Page(w.Invoices), sec)
 	e.GET("/invoices/:id", w.Page(w.Invoice), sec)
 	e.GET("/invoices/:id/pdf", w.Page(w.InvoicePDF), sec)
+	e.GET("/chat", w.Page(w.Chat), sec)
+	e.GET("/chat/:id", w.Page(w.Chat), sec)
 }
 
 // webhookRoutes mounts the webhook endpoints and their deliveries: admins

@@ -69,6 +69,14 @@ func ApprovalGetByID(ctx context.Context, db store.Executor, id uuid.UUID) (*App
 	return approvalGet(ctx, db, id, "")
 }
 
+// ApprovalGetConsumed returns the request that was spent on capability's
+// call on target (type and id), with its decisions: who asked and who
+// approved an invoice's issue, for its page. 404 when none was.
+func ApprovalGetConsumed(ctx context.Context, db store.Executor, capability, targetType, targetID string) (*Approval, error) {
+	return approvalFind(ctx, db, ` WHERE r.capability = $1 AND r.target_type = $2 AND r.target_id = $3 AND r.status = 'consumed'
+		ORDER BY r.consumed_at DESC LIMIT 1`, capability, targetType, targetID)
+}
+
 // approvalLockTx returns a request with its decisions, locked for a
 // decision or a transition.
 func approvalLockTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*Approval, error) {
@@ -76,10 +84,16 @@ func approvalLockTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*Approval, er
 }
 
 func approvalGet(ctx context.Context, db store.Executor, id uuid.UUID, lock string) (*Approval, error) {
+	return approvalFind(ctx, db, ` WHERE r.id = $1`+lock, id)
+}
+
+// approvalFind returns the one request the rest of the query (where and
+// what follows it) selects, with its decisions.
+func approvalFind(ctx context.Context, db store.Executor, rest string, args ...any) (*Approval, error) {
 	var a *Approval
 	err := store.ReadSnapshot(ctx, db, func(db store.Executor) error {
 		var err error
-		if a, err = scanApproval(db.QueryRow(ctx, `SELECT `+approvalColumns+approvalFrom+` WHERE r.id = $1`+lock, id)); err != nil {
+		if a, err = scanApproval(db.QueryRow(ctx, `SELECT `+approvalColumns+approvalFrom+rest, args...)); err != nil {
 			return store.MapError(err, "approval")
 		}
 		return decisionsLoad(ctx, db, []*Approval{a})

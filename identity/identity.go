@@ -174,6 +174,24 @@ func UserGetByID(ctx context.Context, db store.Executor, id uuid.UUID) (*User, e
 	return u, store.MapError(err, "user")
 }
 
+// UserDisplayNames returns the display names of the users ids names, for
+// pages that show people by name (the inbox's requesters and approvers);
+// an id with no user is absent from the map.
+func UserDisplayNames(ctx context.Context, db store.Executor, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	rows, err := db.Query(ctx, `SELECT id, display_name FROM users WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, store.MapError(err, "users")
+	}
+	names := make(map[uuid.UUID]string, len(ids))
+	var id uuid.UUID
+	var name string
+	_, err = pgx.ForEachRow(rows, []any{&id, &name}, func() error {
+		names[id] = name
+		return nil
+	})
+	return names, store.MapError(err, "users")
+}
+
 // UserCount returns how many users exist (make run creates a first admin
 // only when there are none).
 func UserCount(ctx context.Context, db store.Executor) (int, error) {

@@ -7,6 +7,7 @@ package money
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
 	"net/http"
@@ -56,6 +57,12 @@ var currencies = map[string]int{
 func Exponent(currency string) (int, bool) {
 	e, ok := currencies[currency]
 	return e, ok
+}
+
+// Exponents returns a copy of the whole table: code → minor-unit digits,
+// for a page's script that shows amounts as Display does.
+func Exponents() map[string]int {
+	return maps.Clone(currencies)
 }
 
 // Valid reports whether currency is a known ISO 4217 code.

@@ -18,6 +18,7 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/internal/nodetest"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/stretchr/testify/require"
@@ -41,18 +42,6 @@ func ensureChromium(t *testing.T) {
 	}
 	_, err := os.Stat(chromiumPath)
 	require.NoError(t, err, "apt-get installed chromium but %s is still missing", chromiumPath)
-}
-
-// ensureNodeModules installs the pinned playwright-core from the lockfile.
-func ensureNodeModules(t *testing.T, dir string) {
-	t.Helper()
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json")); err == nil {
-		return
-	}
-	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "npm ci in %s:\n%s", dir, out)
 }
 
 // agent invokes capabilities as a clerk's agent would: through a registry
@@ -118,9 +107,7 @@ func (a *agent) draftAndRequest(t *testing.T, customer string) (invoiceID, appro
 func TestBrowserApproverApprovesAgentRequest(t *testing.T) {
 	t.Parallel()
 	ensureChromium(t)
-	e2eDir, err := filepath.Abs("e2e")
-	require.NoError(t, err)
-	ensureNodeModules(t, e2eDir)
+	node, e2eDir := nodetest.Install(t, "e2e", "axe-core/package.json")
 
 	b := setupSeller(t)
 	b.user(t, "alice", identity.RoleApprover)
@@ -151,7 +138,7 @@ func TestBrowserApproverApprovesAgentRequest(t *testing.T) {
 	t.Logf("screenshots: %s", out)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "inbox.mjs")
+	cmd := exec.CommandContext(ctx, node, "inbox.mjs")
 	cmd.Dir = e2eDir
 	expect, err := json.Marshal(map[string]string{
 		// 3 × 120.00 at 19 % tax 68.40; 1 × 25.50 at 7 % is 1.785, half-even 1.78.

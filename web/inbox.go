@@ -15,6 +15,7 @@ import (
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/labstack/echo/v4"
@@ -43,23 +44,21 @@ const pendingLimit = 100
 
 // requestRow is one line of the inbox.
 type requestRow struct {
-	ID           string
-	Capability   string
-	Status       string
-	Target       string
-	TargetURL    string
-	Amount       int64
-	Currency     string
-	RequestedBy  string
-	Via          string
-	ViaAgent     bool
-	Conversation string
-	CreatedAt    time.Time
-	ExpiresAt    time.Time
-	DecidedAt    *time.Time
-	Approvals    int
-	Required     int
-	Number       string
+	ID          string
+	Capability  string
+	Status      string
+	Subject     string
+	Amount      int64
+	Currency    string
+	TargetURL   string
+	RequestedBy string
+	Via         via
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+	DecidedAt   *time.Time
+	Approvals   int
+	Required    int
+	Number      string
 }
 
 type inboxView struct {
@@ -71,51 +70,54 @@ type inboxView struct {
 	ViewerName string
 }
 
-// viaLabel explains how a request arrived: a REST call, a UI binding, an
-// MCP client's agent, or an agent acting in a conversation for the
-// requester.
-func viaLabel(via capability.Path) (label string, agent bool, conversation string) {
-	if conv, ok := via.Conversation(); ok {
-		return "agent", true, conv
+// people names users by their display names, read once per page for
+// every requester and approver it shows.
+type people map[uuid.UUID]string
+
+func (p people) name(u approvals.UserRef) string {
+	if n := p[u.ID]; n != "" {
+		return n
 	}
-	switch via {
-	case capability.PathREST:
-		return "REST API", false, ""
-	case capability.PathBinding:
-		return "UI binding", false, ""
-	case capability.PathMCP:
-		return "MCP client (an agent)", false, ""
-	}
-	return string(via), false, ""
+	return u.Username
 }
 
-func rowOf(a *approvals.Approval) requestRow {
-	label, agent, conv := viaLabel(a.RequestedVia)
+// peopleOf reads the display names of the requesters and approvers of as.
+func (h *Handler) peopleOf(ctx context.Context, as ...*approvals.Approval) (people, error) {
+	var ids []uuid.UUID
+	for _, a := range as {
+		ids = append(ids, a.RequestedBy.ID)
+		for _, d := range a.Decisions {
+			ids = append(ids, d.Approver.ID)
+		}
+	}
+	return identity.UserDisplayNames(ctx, h.db, ids)
+}
+
+func rowOf(a *approvals.Approval, names people) requestRow {
 	r := requestRow{
-		ID: a.ID.String(), Capability: a.Capability, Status: string(a.Status),
-		Target: a.Target.Type + " " + a.Target.ID, Amount: a.Amount, Currency: a.Currency,
-		RequestedBy: a.RequestedBy.Username, Via: label, ViaAgent: agent, Conversation: conv,
+		ID: a.ID.String(), Capability: a.Capability, Status: string(a.Status), Amount: a.Amount, Currency: a.Currency,
+		RequestedBy: names.name(a.RequestedBy), Via: viaOf(a.RequestedVia),
 		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, DecidedAt: a.DecidedAt,
 		Approvals: a.Approvals, Required: a.RequiredApprovals,
 	}
+	customer := ""
 	if a.Target.Type == "invoice" {
 		r.TargetURL = "/invoices/" + a.Target.ID
-		r.Target = "invoice"
 		var snap snapshotView
 		if json.Unmarshal(a.Snapshot, &snap) == nil {
-			if snap.Customer.Name != "" {
-				r.Target = "invoice for " + snap.Customer.Name
-			}
-			if snap.CreditNote != nil {
-				r.Target = "credit note on the " + r.Target
-			}
+			customer = snap.Customer.Name
 			if snap.Number != nil {
 				r.Number = *snap.Number
 			}
 		}
 	}
+	r.Subject = requestSubject(a, customer)
 	return r
 }
+
+// Title is the row's subject and amount: "Issue invoice for Globex
+// Corporation — 16,237.50 USD".
+func (r requestRow) Title() string { return r.Subject + " — " + money.Display(r.Amount, r.Currency) }
 
 // Inbox is the page GET /inbox: pending requests oldest first (the one
 // waiting longest is the one to decide next), then the most recent
@@ -131,9 +133,13 @@ func (h *Handler) Inbox(c echo.Context, s *Session) error {
 	if err != nil {
 		return err
 	}
+	names, err := h.peopleOf(ctx, append(pending.Data, recent.Data...)...)
+	if err != nil {
+		return err
+	}
 	v := inboxView{Truncated: pending.HasMore, EventsURL: "/v1/approvals/events", CanDecide: s.User.Role.CanDecide(), ViewerName: s.User.Username}
 	for _, a := range pending.Data {
-		v.Pending = append(v.Pending, rowOf(a))
+		v.Pending = append(v.Pending, rowOf(a, names))
 	}
 	for _, a := range recent.Data {
 		if a.Status == approvals.StatusPending {
@@ -142,7 +148,7 @@ func (h *Handler) Inbox(c echo.Context, s *Session) error {
 		if len(v.Recent) == recentDecisions {
 			break
 		}
-		v.Recent = append(v.Recent, rowOf(a))
+		v.Recent = append(v.Recent, rowOf(a, names))
 	}
 	d := h.data(c, s, "Inbox")
 	d.Data = v
@@ -186,7 +192,14 @@ type snapshotView struct {
 }
 
 type approvalView struct {
-	Row        requestRow
+	Row   requestRow
+	names people
+	// Lets says what approving does, for a viewer who may decide; Done
+	// what happened once the approval was used.
+	Lets string
+	Done string
+	// Admin may read the conversation an agent asked in.
+	Admin      bool
 	A          *approvals.Approval
 	Snapshot   *snapshotView
 	RawSnap    string
@@ -238,15 +251,24 @@ func (h *Handler) approvalData(c echo.Context, s *Session) (*pageData, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := h.data(c, s, a.Capability+" request")
-	d.Data = h.viewApproval(ctx, s.User, a)
+	v, err := h.viewApproval(ctx, s.User, a)
+	if err != nil {
+		return nil, err
+	}
+	d := h.data(c, s, v.Row.Title())
+	d.Data = v
 	return d, nil
 }
 
 // viewApproval is what the request page shows of a to viewer: the
 // snapshot, whether the request is stale, and whether viewer may decide.
-func (h *Handler) viewApproval(ctx context.Context, viewer *identity.User, a *approvals.Approval) *approvalView {
-	v := &approvalView{Row: rowOf(a), A: a, Decisions: a.Decisions}
+func (h *Handler) viewApproval(ctx context.Context, viewer *identity.User, a *approvals.Approval) (*approvalView, error) {
+	names, err := h.peopleOf(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	v := &approvalView{Row: rowOf(a, names), names: names, A: a, Decisions: a.Decisions, Done: actionOf(a.Capability).done,
+		Admin: viewer.Role == identity.RoleAdmin}
 	var snap snapshotView
 	if len(a.Snapshot) > 0 && json.Unmarshal(a.Snapshot, &snap) == nil && snap.Currency != "" {
 		if snap.Series == "" {
@@ -265,8 +287,14 @@ func (h *Handler) viewApproval(ctx context.Context, viewer *identity.User, a *ap
 	if v.WhyNot == "" && v.Stale {
 		v.WhyNot = "This request is stale; it cannot be decided."
 	}
-	return v
+	if v.CanDecide {
+		v.Lets = approvingLets(a, v.Row.RequestedBy, h.deps.Approvals.Policy().ApprovedTTL)
+	}
+	return v, nil
 }
+
+// Name is u's display name, for the page's history.
+func (v *approvalView) Name(u approvals.UserRef) string { return v.names.name(u) }
 
 // staleness says whether a no longer matches its target, and why: it was
 // superseded, or the invoice changed while the request is still open.

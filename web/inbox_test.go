@@ -41,10 +41,17 @@ func (b *bundle) request(t *testing.T, clerk *identity.User, via capability.Path
 // requestFor asks for issue-invoice on target as request does.
 func (b *bundle) requestFor(t *testing.T, clerk *identity.User, via capability.Path, target capability.Target) uuid.UUID {
 	t.Helper()
+	return b.requestCall(t, "issue-invoice", clerk, via, target)
+}
+
+// requestCall asks for the consequential capability name on target as
+// request does.
+func (b *bundle) requestCall(t *testing.T, name string, clerk *identity.User, via capability.Path, target capability.Target) uuid.UUID {
+	t.Helper()
 	input := json.RawMessage(`{"invoice_id":"` + target.ID + `"}`)
 	hash, err := jsondoc.Hash(input)
 	require.NoError(t, err)
-	call := capability.Call{Name: "issue-invoice", Principal: clerk.Principal(), Via: via, Input: input, InputHash: hash}
+	call := capability.Call{Name: name, Principal: clerk.Principal(), Via: via, Input: input, InputHash: hash}
 	err = store.WithTx(context.Background(), b.h.Pool, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := b.h.App.ApprovalGate().AuthorizeTx(ctx, tx, call, target)
 		return err

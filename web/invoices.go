@@ -144,6 +144,51 @@ type invoiceView struct {
 	Customer    *invoices.Customer
 	Payments    []*invoices.Payment
 	CreditNotes []*invoices.CreditNote
+	// Issue is who asked for the invoice to be issued and who approved,
+	// once it is issued.
+	Issue *issueRecord
+}
+
+// issueRecord is the approval an issued invoice was issued under.
+type issueRecord struct {
+	ApprovalID  string
+	RequestedBy string
+	Via         via
+	RequestedAt time.Time
+	Approvals   []approvedBy
+	IssuedAt    time.Time
+}
+
+type approvedBy struct {
+	Name string
+	At   time.Time
+}
+
+// issueRecordOf reads the approval inv was issued under; nil for a draft,
+// or an invoice issued without one.
+func (h *Handler) issueRecordOf(ctx context.Context, inv *invoices.Invoice) (*issueRecord, error) {
+	if inv.Status == invoices.StatusDraft {
+		return nil, nil
+	}
+	a, err := approvals.ApprovalGetConsumed(ctx, h.db, invoices.CapIssue, "invoice", inv.ID.String())
+	if problem.HasCode(err, problem.CodeNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	names, err := h.peopleOf(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	r := &issueRecord{ApprovalID: a.ID.String(), RequestedBy: names.name(a.RequestedBy), Via: viaOf(a.RequestedVia),
+		RequestedAt: a.CreatedAt, IssuedAt: *a.ConsumedAt}
+	for _, d := range a.Decisions {
+		if d.Decision == approvals.DecisionApprove && d.Counts {
+			r.Approvals = append(r.Approvals, approvedBy{Name: names.name(d.Approver), At: d.DecidedAt})
+		}
+	}
+	return r, nil
 }
 
 // Invoice is the page GET /invoices/{id}: one invoice, printable.
@@ -168,6 +213,9 @@ func (h *Handler) Invoice(c echo.Context, s *Session) error {
 		return err
 	}
 	if v.CreditNotes, err = invoices.CreditNoteList(ctx, h.db, inv.ID, page.Request{}); err != nil {
+		return err
+	}
+	if v.Issue, err = h.issueRecordOf(ctx, inv); err != nil {
 		return err
 	}
 	d := h.data(c, s, title)

@@ -51,14 +51,15 @@ type templates struct {
 var funcs = template.FuncMap{
 	// money is an amount in a column whose currency is stated once:
 	// "16,237.50"; amount names its currency: "16,237.50 USD".
-	"money":  money.Grouped,
-	"amount": money.Display,
-	"asset":  func(name string) string { return "/static/" + name + "?v=" + assetVersion },
-	"ago":    ago,
-	"until":  until,
-	"ts":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
-	"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"date":   func(t time.Time) string { return t.UTC().Format("2006-01-02") },
+	"money":     money.Grouped,
+	"amount":    money.Display,
+	"asset":     func(name string) string { return "/static/" + name + "?v=" + assetVersion },
+	"ago":       ago,
+	"hasPrefix": strings.HasPrefix,
+	"until":     until,
+	"ts":        func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+	"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"date":      func(t time.Time) string { return t.UTC().Format("2006-01-02") },
 	"bps": func(bps int64) string {
 		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%d.%02d", bps/100, bps%100), "0"), ".") + " %"
 	},
@@ -111,8 +112,10 @@ func parseTemplates() (*templates, error) {
 
 // pageData is what every template receives.
 type pageData struct {
-	Title   string
-	Path    string
+	Title string
+	Path  string
+	// Wide lets the page use the whole window (the chat's three columns).
+	Wide    bool
 	User    *userView
 	CSRF    string
 	Notice  string

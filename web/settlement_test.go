@@ -44,7 +44,7 @@ func TestPagesShowPaidCreditedAndBalance(t *testing.T) {
 		require.Contains(t, p.body, want)
 	}
 	p = br.do(http.MethodGet, "/inbox", nil)
-	require.Contains(t, p.body, "credit note on the invoice for Buyer USD")
+	require.Contains(t, p.body, `Issue credit note for Buyer USD — <span class="amount">1,237.50 USD</span>`)
 	res := br.do(http.MethodPost, "/approvals/"+approval+"/approve", url.Values{"csrf_token": {csrfOf(t, p)}})
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
 	r = b.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/credit-notes", tok, map[string]any{"reason": "Late delivery", "amount": 123750})

@@ -2,15 +2,9 @@
 // starts the service, creates the users and the first approval request,
 // and serves CONTROL_URL for the steps only the Go side can take (creating
 // a second request through the gate, making the issue call).
-import { chromium } from "playwright-core";
 import assert from "node:assert/strict";
-import path from "node:path";
+import { env, launch, log, noHorizontalScroll, shot as shotIn, signIn as signInAt, watch } from "./lib.mjs";
 
-const env = (k) => {
-  const v = process.env[k];
-  if (!v) throw new Error(`missing ${k}`);
-  return v;
-};
 const BASE = env("BASE_URL");
 const CONTROL = env("CONTROL_URL");
 const OUT = env("OUT_DIR");
@@ -20,8 +14,6 @@ const APPROVER = env("APPROVER");
 const CLERK = env("CLERK");
 const want = JSON.parse(env("EXPECT"));
 
-const log = (...a) => console.log("[e2e]", ...a);
-
 async function control(step) {
   const r = await fetch(`${CONTROL}/${step}`, { method: "POST" });
   const body = await r.json();
@@ -29,38 +21,10 @@ async function control(step) {
   return body;
 }
 
-async function shot(page, name) {
-  const file = path.join(OUT, name);
-  await page.screenshot({ path: file, fullPage: true });
-  log("screenshot", file);
-}
+const shot = (page, name) => shotIn(page, OUT, name);
+const signIn = (page, user) => signInAt(page, BASE, user, PASSWORD);
 
-// Every page must run without console errors: a CSP violation (an inline
-// script or style slipping in) shows up here.
-function watch(page, errors) {
-  page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
-  page.on("pageerror", (e) => errors.push(String(e)));
-}
-
-async function signIn(page, user) {
-  await page.goto(`${BASE}/inbox`);
-  assert.match(page.url(), /\/login\?next=%2Finbox$/);
-  await page.getByLabel("Username").fill(user);
-  await page.getByLabel("Password").fill(PASSWORD);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.waitForURL(`${BASE}/inbox`);
-}
-
-async function noHorizontalScroll(page, label) {
-  const [sw, cw] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
-  assert.ok(sw <= cw, `${label}: page is ${sw}px wide in a ${cw}px viewport`);
-}
-
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  headless: true,
-  args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-component-update", "--disable-sync", "--no-first-run"],
-});
+const browser = await launch();
 try {
   // --- The approver ---------------------------------------------------
   const approverCtx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -72,14 +36,14 @@ try {
   const row = page.locator(`[data-live-region="pending"] [data-request-id="${FIRST}"]`);
   await row.waitFor();
   const rowText = await row.innerText();
-  assert.match(rowText, /issue-invoice/);
+  assert.match(rowText, new RegExp(`Issue invoice for ${want.customer} — ${want.total.replace(/[.]/g, "\\.")} EUR`));
   assert.match(rowText, new RegExp(`Agent\\s+for ${CLERK}`));
   assert.match(rowText, new RegExp(want.total.replace(/[.]/g, "\\.")));
   assert.match(rowText, /0 of 1/);
   await page.locator("#live-status", { hasText: "Live:" }).waitFor();
   await shot(page, "inbox.png");
 
-  await row.getByRole("link", { name: "issue-invoice" }).click();
+  await row.getByRole("link", { name: new RegExp(`^Issue invoice for ${want.customer}`) }).click();
   await page.waitForURL(`${BASE}/approvals/${FIRST}`);
   assert.equal((await page.locator("#subtotal").innerText()).trim(), want.subtotal);
   assert.equal((await page.locator("#tax-total").innerText()).trim(), want.tax);

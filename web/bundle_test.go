@@ -1,0 +1,96 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/money"
+	"github.com/stretchr/testify/require"
+)
+
+// TestChatBundleIsBuiltFromItsSources rebuilds static/chat.js the way
+// `make chat-bundle` does, from a copy of web/chat: npm ci from its
+// lockfile, then build.mjs with its fixed flags. The committed bundle
+// must be exactly what the sources and the pinned packages make, so what
+// `make run` serves without Node is what a reviewer can read.
+func TestChatBundleIsBuiltFromItsSources(t *testing.T) {
+	t.Parallel()
+	npm, err := exec.LookPath("npm")
+	require.NoError(t, err, "rebuilding the chat bundle needs Node.js and npm on PATH")
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(filepath.Join(dir, "src"), os.DirFS("chat/src")))
+	for _, f := range []string{"package.json", "package-lock.json", "build.mjs"} {
+		b, err := os.ReadFile(filepath.Join("chat", f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// --ignore-scripts: esbuild's JavaScript API finds its platform
+	// package's binary without its install script.
+	run := func(name string, args ...string) {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s %v:\n%s", name, args, out)
+	}
+	run(npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error")
+	out := filepath.Join(dir, "chat.js")
+	run("node", "build.mjs", out)
+
+	built, err := os.ReadFile(out)
+	require.NoError(t, err)
+	committed, err := os.ReadFile("static/chat.js")
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(built, committed),
+		"static/chat.js is not what web/chat builds (%d bytes built, %d committed): run `make chat-bundle` and commit the result", len(built), len(committed))
+}
+
+// The chat page shows amounts as the pages do: its money.js, given the
+// server's table (as the page hands it over), writes what money.Display
+// writes, for every exponent and sign, up to the largest amount a
+// JavaScript number holds exactly (2^53 − 1: JSON.parse reads the API's
+// integers into numbers).
+func TestChatAmountsReadAsThePages(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	require.NoError(t, err)
+	type sample struct {
+		Amount   int64  `json:"amount"`
+		Currency string `json:"currency"`
+	}
+	var samples []sample
+	for _, cur := range []string{"USD", "JPY", "BHD", "CLF", "XXX"} {
+		for _, a := range []int64{0, 5, -5, 1999, 100000, 1623750, -1623750, 1<<53 - 1, -(1<<53 - 1)} {
+			samples = append(samples, sample{a, cur})
+		}
+	}
+	// The table as the page embeds it (web.Chat marshals money.Exponents).
+	in, err := json.Marshal(map[string]any{"exponents": money.Exponents(), "samples": samples})
+	require.NoError(t, err)
+	src, err := filepath.Abs("chat/src/money.js")
+	require.NoError(t, err)
+	cmd := exec.Command(node, "--input-type=module", "-e", `
+		import { setExponents, display } from `+strconv.Quote("file://"+src)+`;
+		const chunks = []; for await (const c of process.stdin) chunks.push(c);
+		const { exponents, samples } = JSON.parse(Buffer.concat(chunks));
+		setExponents(exponents);
+		console.log(JSON.stringify(samples.map((s) => display(s.amount, s.currency))));`)
+	cmd.Stdin = bytes.NewReader(in)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var got []string
+	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+	require.Len(t, got, len(samples))
+	for i, s := range samples {
+		require.Equal(t, money.Display(s.Amount, s.Currency), got[i], "%d %s", s.Amount, s.Currency)
+	}
+}

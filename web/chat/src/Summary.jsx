@@ -1,0 +1,118 @@
+// A tool's input as a clerk reads it: names instead of ids (looked up
+// through /v1), amounts in their currency, lines as a table. The raw
+// input stays one click away in the tool's details.
+import { createContext, useContext, useEffect, useState } from 'react';
+import { display } from './money.js';
+
+export const ApiContext = createContext(null);
+
+const cache = new Map();
+
+// useRecord reads a /v1 record once per page (ids in tool inputs repeat).
+function useRecord(path) {
+  const api = useContext(ApiContext);
+  const [record, setRecord] = useState(() => (cache.get(path) || {}).value || null);
+  useEffect(() => {
+    if (!path || !api) return undefined;
+    let live = true;
+    if (!cache.has(path)) {
+      const entry = { promise: api.get(path).then((r) => (entry.value = r.body), () => null) };
+      cache.set(path, entry);
+    }
+    cache.get(path).promise.then((v) => live && setRecord(v));
+    return () => {
+      live = false;
+    };
+  }, [path, api]);
+  return record;
+}
+
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function CustomerName({ id }) {
+  const c = useRecord(uuid.test(id) ? `/v1/customers/${id}` : null);
+  return c ? c.name : <code>{id}</code>;
+}
+
+function InvoiceName({ id }) {
+  const inv = useRecord(uuid.test(id) ? `/v1/invoices/${id}` : null);
+  const cust = useRecord(inv && uuid.test(inv.customer_id) ? `/v1/customers/${inv.customer_id}` : null);
+  if (!inv) return <code>{id}</code>;
+  const what = inv.number ? `Invoice ${inv.number}` : 'Draft invoice';
+  return `${what}${cust ? ` for ${cust.name}` : ''}, ${display(inv.total, inv.currency)}`;
+}
+
+function rate(bps) {
+  return `${(bps / 100).toLocaleString('en', { maximumFractionDigits: 2 })} %`;
+}
+
+function Lines({ lines, currency }) {
+  return (
+    <table className="lines summary-lines">
+      <thead>
+        <tr>
+          <th scope="col">Description</th>
+          <th scope="col" className="num">Qty</th>
+          <th scope="col" className="num">Unit</th>
+          <th scope="col" className="num">Tax</th>
+        </tr>
+      </thead>
+      <tbody>
+        {lines.map((l, i) => (
+          <tr key={i}>
+            <td>{l && l.description}</td>
+            <td className="num">{l && l.quantity}</td>
+            <td className="num">{l && Number.isInteger(l.unit_amount) && currency ? display(l.unit_amount, currency) : ''}</td>
+            <td className="num">{l && Number.isInteger(l.tax_rate_bps) ? rate(l.tax_rate_bps) : ''}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+const labels = {
+  customer_id: 'Customer',
+  invoice_id: 'Invoice',
+  name: 'Name',
+  email: 'Email',
+  currency: 'Currency',
+  due_date: 'Due',
+  memo: 'Memo',
+  status: 'Status',
+  number: 'Number',
+  reason: 'Reason',
+};
+
+export function InputSummary({ input }) {
+  const customerPath = input && typeof input.customer_id === 'string' && uuid.test(input.customer_id) ? `/v1/customers/${input.customer_id}` : null;
+  const customer = useRecord(customerPath);
+  if (!input || typeof input !== 'object' || Array.isArray(input)) return null;
+  const currency = input.currency || (customer && customer.currency);
+  const rows = Object.entries(input).filter(([k]) => k !== 'lines');
+  return (
+    <div className="summary">
+      {rows.length > 0 && (
+        <dl>
+          {rows.map(([k, v]) => (
+            <div key={k}>
+              <dt>{labels[k] || k.replace(/_/g, ' ')}</dt>
+              <dd>
+                {k === 'customer_id' && typeof v === 'string' ? (
+                  <CustomerName id={v} />
+                ) : k === 'invoice_id' && typeof v === 'string' ? (
+                  <InvoiceName id={v} />
+                ) : typeof v === 'string' ? (
+                  v
+                ) : (
+                  JSON.stringify(v)
+                )}
+              </dd>
+            </div>
+          ))}
+        </dl>
+      )}
+      {Array.isArray(input.lines) && input.lines.length > 0 && <Lines lines={input.lines} currency={currency} />}
+    </div>
+  );
+}

@@ -1,0 +1,79 @@
+package web_test
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/invoiced/invoiced/identity"
+	"github.com/stretchr/testify/require"
+)
+
+// The chat page is a shell for its script: the conversation, the
+// session's CSRF token (the script sends it to /v1 in X-CSRF-Token) and
+// the currency table in data attributes, the bundle as an external script
+// under the pages' CSP.
+func TestChatPageIsForClerksAndAdmins(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(t, "carl", identity.RoleClerk)
+	b.user(t, "ada", identity.RoleAdmin)
+	b.user(t, "alice", identity.RoleApprover)
+
+	for _, who := range []string{"carl", "ada"} {
+		br := b.browser(t)
+		require.Equal(t, http.StatusSeeOther, br.signIn(who, testPassword).status)
+		p := br.do(http.MethodGet, "/chat", nil)
+		require.Equal(t, http.StatusOK, p.status, p.body)
+		csp := p.header.Get("Content-Security-Policy")
+		require.Contains(t, csp, "script-src 'self';")
+		require.NotContains(t, csp, "unsafe-eval")
+		require.NotContains(t, csp, "unsafe-inline")
+		require.Equal(t, "DENY", p.header.Get("X-Frame-Options"))
+		require.Regexp(t, `<script src="/static/chat\.js\?v=[0-9a-f]+" defer></script>`, p.body)
+		require.NotRegexp(t, `<script>|<script [^s]`, p.body, "no inline script")
+		require.Contains(t, p.body, `data-conversation=""`)
+		require.Contains(t, p.body, `data-csrf="`+csrfOf(t, p)+`"`)
+		require.Contains(t, p.body, `&#34;USD&#34;:2`, "the currency table, attribute-escaped")
+		require.Contains(t, p.body, `<a href="/chat" aria-current="page">Chat</a>`)
+
+		p = br.do(http.MethodGet, "/chat/conv_Abc-123", nil)
+		require.Equal(t, http.StatusOK, p.status)
+		require.Contains(t, p.body, `data-conversation="conv_Abc-123"`)
+		require.Equal(t, http.StatusNotFound, br.do(http.MethodGet, "/chat/"+strings.Repeat("x", 129), nil).status)
+		require.Equal(t, http.StatusNotFound, br.do(http.MethodGet, "/chat/a.b", nil).status)
+	}
+
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("alice", testPassword).status)
+	p := br.do(http.MethodGet, "/chat", nil)
+	require.Equal(t, http.StatusForbidden, p.status)
+	require.Contains(t, p.body, "approvers decide requests in the inbox")
+	require.NotContains(t, br.do(http.MethodGet, "/inbox", nil).body, `href="/chat"`, "an approver's menu has no chat")
+
+	p = b.browser(t).do(http.MethodGet, "/chat/conv_Abc-123", nil)
+	require.Equal(t, http.StatusSeeOther, p.status)
+	require.Equal(t, "/login?next=%2Fchat%2Fconv_Abc-123", p.header.Get("Location"))
+}
+
+func TestChatBundleIsServedAsAScript(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(t, "carl", identity.RoleClerk)
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("carl", testPassword).status)
+	page := br.do(http.MethodGet, "/chat", nil)
+	for _, re := range []string{`src="(/static/chat\.js\?v=[0-9a-f]+)"`, `href="(/static/chat\.css\?v=[0-9a-f]+)"`} {
+		m := regexp.MustCompile(re).FindStringSubmatch(page.body)
+		require.NotNil(t, m, re)
+		f := br.do(http.MethodGet, m[1], nil)
+		require.Equal(t, http.StatusOK, f.status)
+		require.Contains(t, f.header.Get("Cache-Control"), "immutable")
+		require.Equal(t, "nosniff", f.header.Get("X-Content-Type-Options"))
+		if strings.HasSuffix(strings.SplitN(m[1], "?", 2)[0], ".js") {
+			require.Contains(t, f.header.Get("Content-Type"), "javascript")
+			require.Greater(t, len(f.body), 100_000, "the bundle holds React and the AI SDK")
+		}
+	}
+}

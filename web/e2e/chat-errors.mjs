@@ -1,0 +1,68 @@
+// The chat page's refusals, run by web/chatstory_test.go
+// (TestBrowserChatErrors): each is said as a sentence with a way on. The
+// server behind NO_MODEL_URL has no model configured; CONTROL_URL ends
+// the clerk's sessions.
+import assert from "node:assert/strict";
+import { env, launch, log, shot, signIn, watch } from "./lib.mjs";
+
+const BASE = env("BASE_URL");
+const NO_MODEL = env("NO_MODEL_URL");
+const CONTROL = env("CONTROL_URL");
+const OUT = env("OUT_DIR");
+const PASSWORD = env("PASSWORD");
+const CLERK = env("CLERK");
+
+const browser = await launch();
+try {
+  const errors = [];
+  const open = async (base) => {
+    const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    watch(page, errors);
+    await signIn(page, base, CLERK, PASSWORD, "/chat");
+    return page;
+  };
+  const send = async (page, text) => {
+    const box = page.getByLabel("Message", { exact: true });
+    await box.fill(text);
+    await box.press("Enter");
+  };
+
+  // 503: no model configured.
+  let page = await open(NO_MODEL);
+  await send(page, "Hello?");
+  let alert = page.getByRole("alert");
+  await alert.waitFor();
+  // Nothing was stored: the message is back in the box, not in the list.
+  assert.equal(await page.getByLabel("Message", { exact: true }).inputValue(), "Hello?");
+  assert.equal(await page.locator("li.msg").count(), 0);
+  assert.match(await alert.innerText(), /^The assistant is not set up on this server: an administrator has to configure a model\. .*INVOICED_MODEL_PROVIDER.* The inbox and the invoices work meanwhile\.$/s);
+  assert.equal(await alert.getByRole("button").count(), 0, "nothing to retry until a model is set");
+  await shot(page, OUT, "chat-error-503.png", { fullPage: false });
+  log("503 said");
+
+  // 422: a message over the limit names it, and the way on.
+  page = await open(BASE);
+  await send(page, "x".repeat(70 * 1024));
+  alert = page.getByRole("alert");
+  await alert.waitFor();
+  assert.equal(await alert.innerText(), "Your message is longer than 65536 bytes. It is back in the box below: shorten it, or send it in parts.");
+  assert.equal((await page.getByLabel("Message", { exact: true }).inputValue()).length, 70 * 1024);
+  assert.equal(await page.locator("li.msg").count(), 0);
+  await shot(page, OUT, "chat-error-422.png", { fullPage: false });
+  log("422 said");
+
+  // 401: the session ended meanwhile.
+  await page.getByLabel("Message", { exact: true }).fill("");
+  await (await fetch(`${CONTROL}/signout`, { method: "POST" })).text();
+  await send(page, "Still there?");
+  alert = page.getByRole("alert");
+  await alert.getByText("Your session has ended. Sign in again to go on; the conversation is kept.").waitFor();
+  await alert.getByRole("button", { name: "Sign in again" }).click();
+  await page.waitForURL(/\/login\?next=%2Fchat/);
+  log("401 said");
+
+  // Only the refused requests themselves may show in the console.
+  assert.deepEqual(errors.filter((e) => !/Failed to load resource: the server responded with a status of (401|422|503)/.test(e)), []);
+} finally {
+  await browser.close();
+}
