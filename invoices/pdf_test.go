@@ -90,7 +90,7 @@ func TestInvoicePDFFromDraftToPaid(t *testing.T) {
 
 	r, text := b.pdf(t, id, b.clerk)
 	require.Equal(t, `inline; filename=draft-`+id+`.pdf`, r.Header.Get("Content-Disposition"))
-	documenttest.RequireLines(t, text, "DRAFT — a preview as it will be issued; the number and issue date are assigned on issue.",
+	documenttest.RequireLines(t, text, "DRAFT — a preview as it will be issued; its number, issue date and seller are fixed on issue.",
 		"Number assigned on issue", "Tea 4 1,018 0 % 4,072", "Total 4,072 JPY", "Invoice (draft) · page 1/1")
 	require.Contains(t, text, "\nBill to\nΑθήνα Α.Ε.\n")
 	etag := r.Header.Get("ETag")

@@ -54,7 +54,7 @@ func TestApprovalPageLinksToTheDraftsPDF(t *testing.T) {
 	text := documenttest.Text(t, []byte(p.body))
 	require.Contains(t, text, "Nordlicht GmbH\nHauptstraße 5\n10115 Berlin\n")
 	require.Contains(t, text, "\nBill to\nGlobex GmbH\nap@globex.example\n")
-	documenttest.RequireLines(t, text, "DRAFT — a preview as it will be issued; the number and issue date are assigned on issue.",
+	documenttest.RequireLines(t, text, "DRAFT — a preview as it will be issued; its number, issue date and seller are fixed on issue.",
 		"Consulting, November 3 120.00 19 % 360.00", "Reference books 1 25.50 7 % 25.50",
 		"Subtotal 385.50 EUR", "Tax 70.18 EUR", "Total 455.68 EUR")
 
