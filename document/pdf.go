@@ -307,7 +307,10 @@ func addressLines(s string) []string {
 // english groups quantities as money.Display groups amounts.
 var english = message.NewPrinter(language.English)
 
-func quantity(q int64) string { return english.Sprint(number.Decimal(q)) }
+// Quantity is a line's quantity as people read it, grouped as amounts are
+// (ADR-0016): 1234567 is "1,234,567". The PDF and the invoice page both
+// show it so, from here.
+func Quantity(q int64) string { return english.Sprint(number.Decimal(q)) }
 
 // Percent renders basis points as a rate: 1900 is "19 %", 825 "8.25 %".
 func Percent(bps int64) string {
