@@ -106,7 +106,9 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 		return nil, err
 	}
 	// issue-invoice and delete-invoice take effect only by consuming a
-	// durable approval in their own transaction (ADR-0010).
+	// durable approval in their own transaction (ADR-0010). Issuing
+	// freezes the seller into the invoice or credit note.
+	cfg.Invoices.Seller = cfg.Seller
 	a.invoices = invoices.NewService(pool, a.approvalGate, a.events, cfg.Invoices)
 	a.caps = capability.NewRegistry()
 	for _, c := range invoices.Capabilities(a.invoices) {

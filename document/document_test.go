@@ -3,6 +3,7 @@ package document_test
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -187,4 +188,46 @@ func TestTaxGroupsSumLinesByRateLowestFirst(t *testing.T) {
 	}
 	require.Equal(t, d.TaxTotal, tax)
 	require.Empty(t, (&document.Document{}).TaxGroups())
+}
+
+// Characters above U+FFFF (emoji, rare Han characters, mathematical
+// letters) draw as U+FFFD in every field, where fpdf would fail or panic
+// on them; a zero-width joiner or variation selector between them draws
+// nothing rather than a box. The caller's document is left as it was.
+func TestTextOutsideTheBMPDrawsAsReplacement(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		field string
+		set   func(d *document.Document)
+		lines []string
+	}{
+		{"bill to", func(d *document.Document) { d.BillTo.Name = "Rocket 🚀 Labs" }, []string{"Rocket \uFFFD Labs"}},
+		{"line", func(d *document.Document) { d.Lines[0].Description = "Launch 🚀, 𠀋 and 𝔘" }, []string{"Launch \uFFFD, \uFFFD and \uFFFD 80 150.00 19 % 12,000.00"}},
+		{"seller", func(d *document.Document) {
+			d.Seller = document.Party{Name: "Seller 🚀", Address: "Street 🏠 1\nCity", TaxID: "DE🚀1", Email: "a@🚀.example"}
+		}, []string{"Seller \uFFFD", "Street \uFFFD 1", "City", "Tax ID: DE\uFFFD1", "a@\uFFFD.example"}},
+		{"memo", func(d *document.Document) { d.Memo = "Thanks 🙏\nBye" }, []string{"Thanks \uFFFD", "Bye"}},
+		{"number", func(d *document.Document) { d.Number = "INV-🚀-1" }, []string{"Number INV-\uFFFD-1", "Invoice INV-\uFFFD-1 · page 1/1"}},
+		{"fact", func(d *document.Document) { d.Facts = []document.Fact{{Label: "Ref 🚀", Value: "PO 🚀 7"}} }, []string{"Ref \uFFFD PO \uFFFD 7"}},
+		{"payment", func(d *document.Document) {
+			d.Payments = []document.Payment{{Date: issued, Label: "Card 💳", Amount: 100}}
+		}, []string{"2026-11-30 Card \uFFFD 1.00 USD"}},
+		{"mark", func(d *document.Document) { d.Mark, d.MarkNote = document.MarkVoid, "voided 🗑" }, []string{"VOID — voided \uFFFD"}},
+		{"sequences", func(d *document.Document) {
+			d.BillTo.Name = "Family 👨‍👩‍👧, thumbs 👍🏽, heart ❤️, soft\u00adhyphen"
+		}, []string{"Family \uFFFD\uFFFD\uFFFD, thumbs \uFFFD\uFFFD, heart ❤, softhyphen"}},
+		{"invalid UTF-8", func(d *document.Document) { d.BillTo.Name = "Bad \xff\xfe bytes" }, []string{"Bad \uFFFD bytes"}},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			t.Parallel()
+			d := invoice("Müller & Søn")
+			tc.set(d)
+			want := *d
+			want.Lines = slices.Clone(d.Lines)
+			text := documenttest.Text(t, render(t, d))
+			documenttest.RequireLines(t, text, tc.lines...)
+			require.NotContains(t, text, "🚀")
+			require.Equal(t, want, *d, "Render leaves the caller's document as it was")
+		})
+	}
 }

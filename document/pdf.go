@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -30,14 +31,15 @@ const (
 // Render draws d on A4 pages and returns the PDF. The font is embedded
 // (Go fonts: Latin, Greek and Cyrillic; other scripts draw as boxes, and
 // nothing is shaped or laid out right to left), and nothing depends on the
-// clock or on map order, so the same document gives the same bytes.
+// clock or on map order, so the same document gives the same bytes. Every
+// text is drawn as printable makes it, whatever it holds.
 func Render(d *Document) ([]byte, error) {
 	if d.Created.IsZero() || d.Modified.IsZero() {
 		// fpdf would stamp the current time, and the bytes would differ
 		// on every render.
 		return nil, errors.New("document: Created and Modified must be set")
 	}
-	r := newRenderer(d)
+	r := newRenderer(d.printable())
 	r.heading()
 	r.billTo()
 	r.lineTable()
@@ -217,13 +219,78 @@ func oneLine(s string) string { return printable(s, false) }
 // character (a tab, a carriage return) a space.
 func multiLine(s string) string { return printable(s, true) }
 
+// Replacement stands in, on a document, for invalid UTF-8 and for every
+// character outside Unicode's Basic Multilingual Plane (above U+FFFF: an
+// emoji such as 🚀, a rare Han character, a mathematical letter). fpdf's
+// UTF-8 fonts map characters through 16-bit tables and fail on those (an
+// error, or an index out of range: a panic), and the Go fonts draw none
+// of them; U+FFFD has a glyph in both Go fonts, so the reader sees that
+// something stood there. A character of the plane without a glyph still
+// draws as a box and keeps its text (README, "Invoice documents").
+const Replacement = '\uFFFD'
+
+// printable is s as the document draws it: invalid UTF-8 and characters
+// above U+FFFF become Replacement, control characters spaces (newlines
+// too unless newlines), and default-ignorable ones (a zero-width joiner
+// between emoji, a variation selector, a soft hyphen) are left out, as
+// Unicode asks of a renderer that does not support them: the Go fonts
+// have no glyph for them, so fpdf would draw a box.
 func printable(s string, newlines bool) string {
 	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && (r != '\n' || !newlines) {
+		switch {
+		case r > 0xFFFF:
+			return Replacement
+		case unicode.IsControl(r):
+			if r == '\n' && newlines {
+				return r
+			}
 			return ' '
+		case ignorable(r):
+			return -1
 		}
 		return r
-	}, strings.ToValidUTF8(s, "\uFFFD"))
+	}, strings.ToValidUTF8(s, string(Replacement)))
+}
+
+// ignorable reports whether r is a Default_Ignorable_Code_Point of the
+// BMP, as Unicode derives the property (DerivedCoreProperties.txt):
+// Other_Default_Ignorable_Code_Point, format characters and variation
+// selectors, less white space, the interlinear annotation characters and
+// the prepended concatenation marks (visible signs such as U+0600).
+func ignorable(r rune) bool {
+	if r < 0xAD || unicode.In(r, unicode.White_Space, unicode.Prepended_Concatenation_Mark) || (r >= 0xFFF9 && r <= 0xFFFB) {
+		return false
+	}
+	return unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
+}
+
+// printable is a copy of d with every text it draws made printable
+// (keeping newlines, which the fields drawn on one line then drop), so
+// no field can reach fpdf with a character it cannot encode.
+func (d *Document) printable() *Document {
+	c := *d
+	c.Kind, c.Mark = Kind(multiLine(string(d.Kind))), Mark(multiLine(string(d.Mark)))
+	for _, s := range []*string{&c.ID, &c.Number, &c.MarkNote, &c.Currency, &c.Memo} {
+		*s = multiLine(*s)
+	}
+	c.Seller, c.BillTo = d.Seller.printable(), d.BillTo.printable()
+	c.Facts = make([]Fact, len(d.Facts))
+	for i, f := range d.Facts {
+		c.Facts[i] = Fact{Label: multiLine(f.Label), Value: multiLine(f.Value)}
+	}
+	c.Lines = slices.Clone(d.Lines)
+	for i := range c.Lines {
+		c.Lines[i].Description = multiLine(c.Lines[i].Description)
+	}
+	c.Payments = slices.Clone(d.Payments)
+	for i := range c.Payments {
+		c.Payments[i].Label = multiLine(c.Payments[i].Label)
+	}
+	return &c
+}
+
+func (p Party) printable() Party {
+	return Party{Name: multiLine(p.Name), Address: multiLine(p.Address), TaxID: multiLine(p.TaxID), Email: multiLine(p.Email)}
 }
 
 // addressLines splits an address on newlines, leaving out blank lines.
@@ -240,7 +307,10 @@ func addressLines(s string) []string {
 // english groups quantities as money.Display groups amounts.
 var english = message.NewPrinter(language.English)
 
-func quantity(q int64) string { return english.Sprint(number.Decimal(q)) }
+// Quantity is a line's quantity as people read it, grouped as amounts are
+// (ADR-0016): 1234567 is "1,234,567". The PDF and the invoice page both
+// show it so, from here.
+func Quantity(q int64) string { return english.Sprint(number.Decimal(q)) }
 
 // Percent renders basis points as a rate: 1900 is "19 %", 825 "8.25 %".
 func Percent(bps int64) string {

@@ -105,7 +105,7 @@ func (r *renderer) lineRow(l Line) {
 	if p.GetY()+h > bottom && h <= bottom-margin-rowH {
 		r.newPage(lineColumns)
 	}
-	values := []string{quantity(l.Quantity), money.Grouped(l.UnitAmount, cur), Percent(l.TaxRateBPS), money.Grouped(l.Amount, cur)}
+	values := []string{Quantity(l.Quantity), money.Grouped(l.UnitAmount, cur), Percent(l.TaxRateBPS), money.Grouped(l.Amount, cur)}
 	p.SetY(p.GetY() + 1)
 	for i, s := range desc {
 		if i > 0 && p.GetY()+lineH > bottom {

@@ -28,6 +28,9 @@ type CreditNote struct {
 	Total         int64        `json:"total"`
 	// BillTo is whom the credited invoice billed.
 	BillTo BillTo `json:"bill_to"`
+	// Seller is who issued the credit note, as the seller settings said
+	// then; null as for an invoice (Invoice.Seller).
+	Seller *Seller `json:"seller"`
 	// InvoiceVersion is the invoice version the approval was bound to.
 	InvoiceVersion int64     `json:"invoice_version"`
 	ApprovalID     uuid.UUID `json:"approval_id"`
@@ -67,7 +70,7 @@ func (s *Service) IssueCreditNote(ctx context.Context, call capability.Call) (an
 		}
 		cn := &CreditNote{
 			ID: uuid.Must(uuid.NewV7()), Reason: in.Reason, Lines: plan.Lines, Subtotal: plan.Subtotal, TaxTotal: plan.TaxTotal, Total: plan.Total,
-			ApprovalID: uuid.MustParse(grant.ApprovalID), IssuedBy: call.Principal.UserID, IssuedAt: s.clock(),
+			ApprovalID: uuid.MustParse(grant.ApprovalID), IssuedBy: call.Principal.UserID, IssuedAt: s.clock(), Seller: s.seller,
 		}
 		// As for an invoice, the event precedes the numbering so that the
 		// series row lock is the last one taken.

@@ -11,14 +11,14 @@ import (
 )
 
 const creditNoteColumns = `c.id, c.number, c.invoice_id, i.number, c.currency, c.reason, c.subtotal, c.tax_total, c.total,
-	c.bill_to, c.invoice_version, c.approval_id, c.issued_by, c.issued_at`
+	c.bill_to, c.seller, c.invoice_version, c.approval_id, c.issued_by, c.issued_at`
 
 const creditNoteFrom = ` FROM credit_notes c JOIN invoices i ON i.id = c.invoice_id`
 
 func scanCreditNote(row pgx.Row) (*CreditNote, error) {
 	var cn CreditNote
 	if err := row.Scan(&cn.ID, &cn.Number, &cn.InvoiceID, &cn.InvoiceNumber, &cn.Currency, &cn.Reason, &cn.Subtotal, &cn.TaxTotal, &cn.Total,
-		&cn.BillTo, &cn.InvoiceVersion, &cn.ApprovalID, &cn.IssuedBy, &cn.IssuedAt); err != nil {
+		&cn.BillTo, &cn.Seller, &cn.InvoiceVersion, &cn.ApprovalID, &cn.IssuedBy, &cn.IssuedAt); err != nil {
 		return nil, err
 	}
 	cn.IssuedAt = cn.IssuedAt.UTC()
@@ -27,14 +27,15 @@ func scanCreditNote(row pgx.Row) (*CreditNote, error) {
 }
 
 // CreditNoteIssueTx credits the locked issued invoice inv with cn (its
-// lines and totals priced by planCredit, its id, reason, issuer and
-// approval set): the invoice's amount_credited grows by cn's total (paid
-// once nothing is owed), then ONE statement takes the next number of the
-// (prefix, year of cn.IssuedAt) series and inserts the credit note with
-// its lines. Call it as the last write before COMMIT: the series row lock
-// serialises every issuer of credit notes until this transaction ends,
-// and a rollback gives the number back, which keeps the series gapless.
-// cn's Invoice is the invoice after.
+// lines and totals priced by planCredit, its id, reason, issuer, approval
+// and seller set; a nil seller records none): the invoice's
+// amount_credited grows by cn's total (paid once nothing is owed), then
+// ONE statement takes the next number of the (prefix, year of
+// cn.IssuedAt) series and inserts the credit note with its lines. Call it
+// as the last write before COMMIT: the series row lock serialises every
+// issuer of credit notes until this transaction ends, and a rollback
+// gives the number back, which keeps the series gapless. cn's Invoice is
+// the invoice after.
 func CreditNoteIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, cn *CreditNote, prefix string) (*CreditNote, error) {
 	at := cn.IssuedAt.UTC()
 	after, err := invoiceSettleTx(ctx, tx, inv, 0, cn.Total, at)
@@ -63,9 +64,9 @@ func CreditNoteIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, cn *CreditN
 			RETURNING last_seq
 		), cn AS (
 			INSERT INTO credit_notes (id, invoice_id, number, currency, reason, subtotal, tax_total, total, line_count,
-				bill_to, invoice_version, issued_by, approval_id, issued_at)
+				bill_to, invoice_version, issued_by, approval_id, issued_at, seller)
 			SELECT $1, $5, $4 || lpad(seq.last_seq::text, greatest(6, length(seq.last_seq::text)), '0'), $6, $7, $8, $9, $10, $11,
-				$12, $13, $14, $15, $16
+				$12, $13, $14, $15, $16, $25
 			FROM seq
 			RETURNING id, number
 		), ln AS (
@@ -75,7 +76,7 @@ func CreditNoteIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, cn *CreditN
 		SELECT number FROM cn`,
 		cn.ID, prefix, at.Year(), fmt.Sprintf("%s-%d-", prefix, at.Year()), inv.ID, inv.Currency, cn.Reason,
 		cn.Subtotal, cn.TaxTotal, cn.Total, n, billTo, inv.Version, cn.IssuedBy, cn.ApprovalID, at,
-		pos, invLine, desc, qty, unit, rate, amt, tax).Scan(&cn.Number)
+		pos, invLine, desc, qty, unit, rate, amt, tax, cn.Seller).Scan(&cn.Number)
 	if err != nil {
 		return nil, mapError(err, "credit note")
 	}

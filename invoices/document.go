@@ -35,6 +35,34 @@ func RequireSeller(seller document.Party) error {
 	return nil
 }
 
+// Seller is who issues an invoice or credit note, frozen into it in its
+// issuing transaction from the seller settings (INVOICED_SELLER_*): a
+// legal document names its seller as at issue, whatever the settings say
+// later.
+type Seller struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+	TaxID   string `json:"tax_id"`
+}
+
+// SellerOf is the seller the settings p name, nil while they name none.
+func SellerOf(p document.Party) *Seller {
+	if p.Name == "" {
+		return nil
+	}
+	return &Seller{Name: p.Name, Address: p.Address, TaxID: p.TaxID}
+}
+
+// issuer is who a document says issued it: the seller frozen at issue,
+// or current (the settings now) for a draft, and for a document issued
+// before sellers were recorded or while none was configured.
+func issuer(frozen *Seller, current document.Party) document.Party {
+	if frozen == nil {
+		return current
+	}
+	return document.Party{Name: frozen.Name, Address: frozen.Address, TaxID: frozen.TaxID}
+}
+
 // Settlement is what moved an issued invoice's balance: its payments
 // (reversed ones included) and credit notes, oldest first.
 type Settlement struct {
@@ -42,15 +70,15 @@ type Settlement struct {
 	CreditNotes []*CreditNote
 }
 
-// Document is inv as its PDF shows it, issued by seller. An issued
-// invoice bills whom it billed when it was issued (its bill_to); a draft
-// bills customer as they are now, is marked DRAFT and shows what it will
-// be once issued; a void invoice is marked VOID and owes nothing. Its
+// Document is inv as its PDF shows it. An issued invoice names the seller
+// and bills whom it billed when it was issued (its seller and bill_to); a
+// draft is issued by seller (the settings now), bills customer as they
+// are now, is marked DRAFT and shows what it will be once issued; a void invoice is marked VOID and owes nothing. Its
 // payments (a reversed one twice: received, then taken back), what its
 // credit notes took off and the balance due follow the totals.
 func Document(inv *Invoice, customer *Customer, seller document.Party, set Settlement) *document.Document {
 	d := &document.Document{
-		Kind: document.KindInvoice, ID: inv.ID.String(), Currency: inv.Currency, Seller: seller, Memo: inv.Memo,
+		Kind: document.KindInvoice, ID: inv.ID.String(), Currency: inv.Currency, Seller: issuer(inv.Seller, seller), Memo: inv.Memo,
 		Subtotal: inv.Subtotal, TaxTotal: inv.TaxTotal, Total: inv.Total, Credited: inv.AmountCredited,
 		Created: inv.CreatedAt, Modified: inv.UpdatedAt,
 	}
@@ -79,7 +107,7 @@ func Document(inv *Invoice, customer *Customer, seller document.Party, set Settl
 	d.Payments = paymentRows(set.Payments)
 	switch inv.Status {
 	case StatusDraft:
-		d.Mark, d.MarkNote = document.MarkDraft, "a preview as it will be issued; the number and issue date are assigned on issue."
+		d.Mark, d.MarkNote = document.MarkDraft, "a preview as it will be issued; its number, issue date and seller are fixed on issue."
 	case StatusVoid:
 		d.Mark, d.MarkNote = document.MarkVoid, "this invoice was voided and is not to be paid."
 	}
@@ -156,12 +184,13 @@ func InvoiceDocument(ctx context.Context, db store.Executor, id uuid.UUID, selle
 	return Document(inv, cu, seller, set), inv, nil
 }
 
-// CreditNoteDocument is cn as its PDF shows it, issued by seller to whom
-// its invoice billed: the invoice it credits, its reason, lines and
-// totals. A credit note owes nothing, so it has no balance.
+// CreditNoteDocument is cn as its PDF shows it, issued by its seller (by
+// seller, the settings now, if it records none) to whom its invoice
+// billed: the invoice it credits, its reason, lines and totals. A credit
+// note owes nothing, so it has no balance.
 func CreditNoteDocument(cn *CreditNote, seller document.Party) *document.Document {
 	d := &document.Document{
-		Kind: document.KindCreditNote, ID: cn.ID.String(), Number: cn.Number, Currency: cn.Currency, Seller: seller,
+		Kind: document.KindCreditNote, ID: cn.ID.String(), Number: cn.Number, Currency: cn.Currency, Seller: issuer(cn.Seller, seller),
 		BillTo:    document.Party{Name: cn.BillTo.Name, Email: cn.BillTo.Email},
 		IssueDate: civil(cn.IssuedAt), Facts: []document.Fact{{Label: "Credits invoice", Value: cn.InvoiceNumber}},
 		Memo: "Reason: " + cn.Reason, Subtotal: cn.Subtotal, TaxTotal: cn.TaxTotal, Total: cn.Total,
@@ -187,9 +216,6 @@ func civil(t time.Time) time.Time {
 // JSON. The document's own read (the invoice with its customer, payments
 // and credit notes) is one snapshot.
 func (h *Handler) InvoicePDF(c echo.Context) error {
-	if err := RequireSeller(h.Seller); err != nil {
-		return err
-	}
 	id, err := pathID(c, "invoice")
 	if err != nil {
 		return err
@@ -201,6 +227,9 @@ func (h *Handler) InvoicePDF(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := RequireSeller(d.Seller); err != nil {
+		return err
+	}
 	c.Response().Header().Set("Cache-Control", "private, no-cache")
 	return WritePDF(c, d)
 }
@@ -208,9 +237,6 @@ func (h *Handler) InvoicePDF(c echo.Context) error {
 // CreditNotePDF serves GET /v1/credit-notes/{id}/pdf, a rendering of
 // get-credit-note. A credit note never changes, so neither do its bytes.
 func (h *Handler) CreditNotePDF(c echo.Context) error {
-	if err := RequireSeller(h.Seller); err != nil {
-		return err
-	}
 	id, err := pathID(c, "credit note")
 	if err != nil {
 		return err
@@ -219,8 +245,12 @@ func (h *Handler) CreditNotePDF(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	d := CreditNoteDocument(cn, h.Seller)
+	if err := RequireSeller(d.Seller); err != nil {
+		return err
+	}
 	c.Response().Header().Set("Cache-Control", "private, no-cache")
-	return WritePDF(c, CreditNoteDocument(cn, h.Seller))
+	return WritePDF(c, d)
 }
 
 // runRead runs the read capability name on the object {key: id}.

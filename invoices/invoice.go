@@ -198,6 +198,11 @@ type Invoice struct {
 	// BillTo is whom an issued invoice bills, frozen at issue; null for
 	// drafts, which bill their customer as it is now.
 	BillTo *BillTo `json:"bill_to"`
+	// Seller is who issued the invoice, as the seller settings said in
+	// its issuing transaction; null for drafts, and for an invoice issued
+	// before sellers were recorded (migration 00040) or while none was
+	// configured, whose document shows the settings as they are now.
+	Seller *Seller `json:"seller"`
 }
 
 // BillTo is the customer's name and email as they were when the invoice

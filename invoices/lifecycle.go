@@ -129,7 +129,7 @@ func (s *Service) Issue(ctx context.Context, call capability.Call) (any, error) 
 		}); err != nil {
 			return nil, err
 		}
-		out, err := InvoiceIssueTx(ctx, tx, inv, s.prefix, now)
+		out, err := InvoiceIssueTx(ctx, tx, inv, s.prefix, s.seller, now)
 		if err != nil {
 			return nil, err
 		}

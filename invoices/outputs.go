@@ -30,7 +30,7 @@ const (
 	invoiceOutSchema = `{
 		"type": "object",
 		"required": ["id", "number", "status", "customer_id", "currency", "due_date", "memo", "lines",
-			"subtotal", "tax_total", "total", "amount_paid", "amount_credited", "balance_due", "overdue", "issued_at", "voided_at", "paid_at", "version", "created_at", "updated_at", "bill_to"],
+			"subtotal", "tax_total", "total", "amount_paid", "amount_credited", "balance_due", "overdue", "issued_at", "voided_at", "paid_at", "version", "created_at", "updated_at", "bill_to", "seller"],
 		"properties": {
 			"id": ` + uuidSchema + `,
 			"number": {"type": ["string", "null"]},
@@ -46,9 +46,13 @@ const (
 			"version": {"type": "integer"},
 			"created_at": ` + timeOutSchema + `, "updated_at": ` + timeOutSchema + `,
 			"bill_to": {"type": ["object", "null"], "required": ["name", "email"],
-				"properties": {"name": {"type": "string"}, "email": {"type": "string"}}}
+				"properties": {"name": {"type": "string"}, "email": {"type": "string"}}},
+			"seller": ` + sellerOutSchema + `
 		}
 	}`
+	// sellerOutSchema is who issued an invoice or credit note, as at issue.
+	sellerOutSchema = `{"type": ["object", "null"], "required": ["name", "address", "tax_id"],
+		"properties": {"name": {"type": "string"}, "address": {"type": "string"}, "tax_id": {"type": "string"}}}`
 	uuidOrNullSchema = `{"type": ["string", "null"], "format": "uuid"}`
 	paymentOutSchema = `{
 		"type": "object",
@@ -80,7 +84,7 @@ const (
 	creditNoteOutSchema = `{
 		"type": "object",
 		"required": ["id", "number", "invoice_id", "invoice_number", "currency", "reason", "lines", "subtotal", "tax_total", "total",
-			"bill_to", "invoice_version", "approval_id", "issued_by", "issued_at"],
+			"bill_to", "seller", "invoice_version", "approval_id", "issued_by", "issued_at"],
 		"properties": {
 			"id": ` + uuidSchema + `, "number": {"type": "string"}, "invoice_id": ` + uuidSchema + `, "invoice_number": {"type": "string"},
 			"currency": {"type": "string"}, "reason": {"type": "string"},
@@ -88,6 +92,7 @@ const (
 			"subtotal": {"type": "integer"}, "tax_total": {"type": "integer"}, "total": {"type": "integer"},
 			"bill_to": {"type": "object", "required": ["name", "email"],
 				"properties": {"name": {"type": "string"}, "email": {"type": "string"}}},
+			"seller": ` + sellerOutSchema + `,
 			"invoice_version": {"type": "integer"}, "approval_id": ` + uuidSchema + `, "issued_by": ` + uuidSchema + `,
 			"issued_at": ` + timeOutSchema + `,
 			"invoice": ` + invoiceOutSchema + `

@@ -90,7 +90,7 @@ func TestInvoicePDFFromDraftToPaid(t *testing.T) {
 
 	r, text := b.pdf(t, id, b.clerk)
 	require.Equal(t, `inline; filename=draft-`+id+`.pdf`, r.Header.Get("Content-Disposition"))
-	documenttest.RequireLines(t, text, "DRAFT — a preview as it will be issued; the number and issue date are assigned on issue.",
+	documenttest.RequireLines(t, text, "DRAFT — a preview as it will be issued; its number, issue date and seller are fixed on issue.",
 		"Number assigned on issue", "Tea 4 1,018 0 % 4,072", "Total 4,072 JPY", "Invoice (draft) · page 1/1")
 	require.Contains(t, text, "\nBill to\nΑθήνα Α.Ε.\n")
 	etag := r.Header.Get("ETag")
@@ -136,4 +136,48 @@ func TestInvoicePDFRefusals(t *testing.T) {
 	unsold := invoicetest.Draft(nb.ctx, t, nb.h.Pool, invoicetest.DraftOpts{})
 	p := requireProblem(t, nb.h.Do(t, http.MethodGet, "/v1/invoices/"+unsold.ID.String()+"/pdf", nb.clerk, nil), http.StatusServiceUnavailable, invoices.CodeSellerNotConfigured)
 	require.Contains(t, p["detail"], "INVOICED_SELLER_NAME")
+}
+
+// Text above U+FFFF (an emoji) in a customer's name, a line's
+// description, a memo, a credit note's reason or the seller's settings
+// draws as U+FFFD on the documents, draft, issued and credit note alike,
+// instead of failing the render (a 500).
+func TestPDFDrawsTextOutsideTheBMPAsReplacement(t *testing.T) {
+	t.Parallel()
+	pb := setupPDF(t, document.Party{Name: "Rocket 🚀 GmbH", Address: "Orbit 🛰 1\n10115 Berlin", TaxID: "DE🚀42"})
+	r := pb.h.Do(t, http.MethodPost, "/v1/customers", pb.clerk, map[string]any{"name": "Café 🚀 Ltd", "email": "ap@cafe.example", "currency": "EUR"})
+	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
+	var cu invoices.Customer
+	r.JSON(t, &cu)
+	r = pb.h.Do(t, http.MethodPost, "/v1/invoices", pb.clerk, map[string]any{"customer_id": cu.ID, "memo": "Thanks 🙏",
+		"lines": []map[string]any{{"description": "Launch 🚀 service", "quantity": 2, "unit_amount": 5000, "tax_rate_bps": 1900}}})
+	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
+	var inv invoices.Invoice
+	r.JSON(t, &inv)
+	id := inv.ID.String()
+	seen := func(text string) {
+		t.Helper()
+		require.Contains(t, text, "Rocket \uFFFD GmbH\nOrbit \uFFFD 1\n10115 Berlin\nTax ID: DE\uFFFD42\n")
+		require.Contains(t, text, "\nBill to\nCafé \uFFFD Ltd\nap@cafe.example\n")
+		require.NotContains(t, text, "🚀")
+	}
+	_, text := pb.pdf(t, id, pb.clerk)
+	seen(text)
+	documenttest.RequireLines(t, text, "Launch \uFFFD service 2 50.00 19 % 100.00", "Thanks \uFFFD")
+
+	b := httpBundle{ctx: pb.ctx, h: pb.h, clerk: pb.clerk, approver: pb.approver}
+	p := requireProblem(t, pb.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/issue", pb.clerk, nil), http.StatusForbidden, "APPROVAL_REQUIRED")
+	b.approve(t, p["approval_id"].(string))
+	r = pb.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/issue", pb.clerk, nil)
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	_, text = pb.pdf(t, id, pb.clerk)
+	seen(text)
+	documenttest.RequireLines(t, text, "Launch \uFFFD service 2 50.00 19 % 100.00", "Thanks \uFFFD", "Total 119.00 EUR")
+
+	cn := b.credit(t, id, map[string]any{"reason": "Scrubbed 🚀 launch", "lines": []any{map[string]any{"position": 0, "quantity": 1}}})
+	r = pb.h.Do(t, http.MethodGet, "/v1/credit-notes/"+cn.ID.String()+"/pdf", pb.clerk, nil)
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	text = documenttest.Text(t, r.Body)
+	seen(text)
+	documenttest.RequireLines(t, text, "Launch \uFFFD service 1 50.00 19 % 50.00", "Reason: Scrubbed \uFFFD launch")
 }

@@ -120,7 +120,7 @@ func CustomerList(ctx context.Context, db store.Executor, p page.Request) ([]*Cu
 // ---- invoices ----
 
 const invoiceColumns = `id, number, status, customer_id, currency, due_date, memo, subtotal, tax_total, total,
-	amount_paid, amount_credited, issued_at, voided_at, paid_at, version, created_at, updated_at, bill_to`
+	amount_paid, amount_credited, issued_at, voided_at, paid_at, version, created_at, updated_at, bill_to, seller`
 
 func scanInvoice(row pgx.Row) (*Invoice, error) {
 	var (
@@ -129,7 +129,7 @@ func scanInvoice(row pgx.Row) (*Invoice, error) {
 	)
 	if err := row.Scan(&inv.ID, &inv.Number, &inv.Status, &inv.CustomerID, &inv.Currency, &due, &inv.Memo,
 		&inv.Subtotal, &inv.TaxTotal, &inv.Total, &inv.AmountPaid, &inv.AmountCredited, &inv.IssuedAt, &inv.VoidedAt, &inv.PaidAt,
-		&inv.Version, &inv.CreatedAt, &inv.UpdatedAt, &inv.BillTo); err != nil {
+		&inv.Version, &inv.CreatedAt, &inv.UpdatedAt, &inv.BillTo, &inv.Seller); err != nil {
 		return nil, err
 	}
 	if due != nil {
@@ -299,12 +299,13 @@ func InvoiceVoidTx(ctx context.Context, tx pgx.Tx, inv *Invoice, at time.Time) (
 
 // InvoiceIssueTx takes the next number of the (prefix, year of at) series
 // and issues the draft inv with it, in ONE statement: the counter row is
-// created or bumped and the invoice updated together. inv is locked by
+// created or bumped and the invoice updated together, freezing whom it
+// bills and seller (nil when none is configured) as they are now. inv is locked by
 // the caller with its lines (InvoiceLockTx), so its lines are the issued
 // invoice's. Call it as the last write before COMMIT: the counter row lock
 // serialises every issuer of the series until this transaction ends, and
 // a rollback gives the number back, which is what keeps numbers gapless.
-func InvoiceIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, prefix string, at time.Time) (*Invoice, error) {
+func InvoiceIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, prefix string, seller *Seller, at time.Time) (*Invoice, error) {
 	at = at.UTC()
 	out, err := scanInvoice(tx.QueryRow(ctx, `
 		WITH seq AS (
@@ -315,10 +316,11 @@ func InvoiceIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, prefix string,
 		UPDATE invoices SET status = 'issued',
 			number = $5 || lpad(seq.last_seq::text, greatest(6, length(seq.last_seq::text)), '0'),
 			issued_at = $4, version = version + 1, updated_at = $4,
-			bill_to = (SELECT jsonb_build_object('name', c.name, 'email', c.email) FROM customers c WHERE c.id = invoices.customer_id)
+			bill_to = (SELECT jsonb_build_object('name', c.name, 'email', c.email) FROM customers c WHERE c.id = invoices.customer_id),
+			seller = $6
 		FROM seq
 		WHERE id = $1 AND status = 'draft'
-		RETURNING `+prefixed(invoiceColumns, "invoices."), inv.ID, prefix, at.Year(), at, fmt.Sprintf("%s-%d-", prefix, at.Year())))
+		RETURNING `+prefixed(invoiceColumns, "invoices."), inv.ID, prefix, at.Year(), at, fmt.Sprintf("%s-%d-", prefix, at.Year()), seller))
 	if err != nil {
 		return nil, mapError(err, "invoice")
 	}

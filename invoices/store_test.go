@@ -192,7 +192,7 @@ func TestGaplessNumbering(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					inv, err := invoices.InvoiceIssueTx(ctx, tx, draft, "INV", at)
+					inv, err := invoices.InvoiceIssueTx(ctx, tx, draft, "INV", nil, at)
 					if err != nil {
 						return err
 					}
@@ -255,7 +255,7 @@ func TestNumberSeriesPerPrefixAndYear(t *testing.T) {
 		d := invoicetest.Draft(ctx, t, db, invoicetest.DraftOpts{})
 		var num string
 		require.NoError(t, store.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
-			inv, err := invoices.InvoiceIssueTx(ctx, tx, d, prefix, at)
+			inv, err := invoices.InvoiceIssueTx(ctx, tx, d, prefix, nil, at)
 			if err == nil {
 				num = *inv.Number
 			}

@@ -247,9 +247,6 @@ func (h *Handler) invoiceWithCustomer(c echo.Context) (*invoices.Invoice, *invoi
 // approver decides on: a draft changed since is refused, never shown in
 // its place.
 func (h *Handler) InvoicePDF(c echo.Context, _ *Session) error {
-	if err := invoices.RequireSeller(h.deps.Seller); err != nil {
-		return err
-	}
 	id, err := parseID(c, "invoice")
 	if err != nil {
 		return err
@@ -267,6 +264,9 @@ func (h *Handler) InvoicePDF(c echo.Context, _ *Session) error {
 			return problem.Conflict(approvals.CodeApprovalStale, "the invoice has changed since this request was made (version "+
 				itoa(want)+" then, "+itoa(inv.Version)+" now); the request is stale, so this is not what it would issue")
 		}
+	}
+	if err := invoices.RequireSeller(d.Seller); err != nil {
+		return err
 	}
 	// The page CSP (default-src 'none') is for HTML; on a PDF it could
 	// stop the browser's viewer. The other page headers stay.

@@ -11,6 +11,7 @@ import (
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/document/documenttest"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/invoices"
 	"github.com/stretchr/testify/require"
 )
 
@@ -54,7 +55,7 @@ func TestApprovalPageLinksToTheDraftsPDF(t *testing.T) {
 	text := documenttest.Text(t, []byte(p.body))
 	require.Contains(t, text, "Nordlicht GmbH\nHauptstraße 5\n10115 Berlin\n")
 	require.Contains(t, text, "\nBill to\nGlobex GmbH\nap@globex.example\n")
-	documenttest.RequireLines(t, text, "DRAFT — a preview as it will be issued; the number and issue date are assigned on issue.",
+	documenttest.RequireLines(t, text, "DRAFT — a preview as it will be issued; its number, issue date and seller are fixed on issue.",
 		"Consulting, November 3 120.00 19 % 360.00", "Reference books 1 25.50 7 % 25.50",
 		"Subtotal 385.50 EUR", "Tax 70.18 EUR", "Total 455.68 EUR")
 
@@ -86,4 +87,43 @@ func TestInvoicePDFPageWithoutSellerNamesTheSettings(t *testing.T) {
 	p := br.do(http.MethodGet, "/invoices/"+inv.ID.String()+"/pdf", nil)
 	require.Equal(t, http.StatusServiceUnavailable, p.status)
 	require.Contains(t, p.body, "INVOICED_SELLER_NAME")
+}
+
+// The invoice page and its PDF show a line's quantity and tax rate the
+// same way, grouped as amounts are: 1234 is "1,234" on both.
+func TestInvoicePageAndPDFShowQuantitiesAlike(t *testing.T) {
+	t.Parallel()
+	b := setupSeller(t)
+	clerk := b.user(t, "carl", identity.RoleClerk)
+	ag := b.agent(clerk, "c")
+	ctx := context.Background()
+	out, err := ag.call(ctx, "create-customer", map[string]any{"name": "Globex GmbH", "email": "ap@globex.example", "currency": "EUR"})
+	require.NoError(t, err)
+	out, err = ag.call(ctx, "create-draft-invoice", map[string]any{"customer_id": out.(*invoices.Customer).ID.String(), "lines": []map[string]any{
+		{"description": "Hours", "quantity": 7, "unit_amount": 100, "tax_rate_bps": 825},
+		{"description": "Bolts", "quantity": 1234, "unit_amount": 5, "tax_rate_bps": 1900},
+		{"description": "Rivets", "quantity": 1234567, "unit_amount": 1, "tax_rate_bps": 0},
+	}})
+	require.NoError(t, err)
+	id := out.(*invoices.Invoice).ID.String()
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("carl", testPassword).status)
+
+	page := br.do(http.MethodGet, "/invoices/"+id, nil)
+	require.Equal(t, http.StatusOK, page.status)
+	pdf := br.do(http.MethodGet, "/invoices/"+id+"/pdf", nil)
+	require.Equal(t, http.StatusOK, pdf.status)
+	text := documenttest.Text(t, []byte(pdf.body))
+	for _, l := range []struct {
+		quantity                      int64
+		desc, qty, unit, rate, amount string
+	}{
+		{7, "Hours", "7", "1.00", "8.25 %", "7.00"},
+		{1234, "Bolts", "1,234", "0.05", "19 %", "61.70"},
+		{1234567, "Rivets", "1,234,567", "0.01", "0 %", "12,345.67"},
+	} {
+		require.Equal(t, l.qty, document.Quantity(l.quantity))
+		require.Contains(t, page.body, "<tr><td>"+l.desc+`</td><td class="num">`+l.qty+`</td><td class="num">`+l.unit+`</td><td class="num">`+l.rate+"<br>")
+		documenttest.RequireLines(t, text, l.desc+" "+l.qty+" "+l.unit+" "+l.rate+" "+l.amount)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/labstack/echo/v4"
@@ -60,9 +61,10 @@ var funcs = template.FuncMap{
 	"ts":        func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 	"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"date":      func(t time.Time) string { return t.UTC().Format("2006-01-02") },
-	"bps": func(bps int64) string {
-		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%d.%02d", bps/100, bps%100), "0"), ".") + " %"
-	},
+	// qty and bps are a line's quantity and tax rate as the document
+	// (PDF) shows them: "1,234", "8.25 %".
+	"qty": document.Quantity,
+	"bps": document.Percent,
 	"dict": func(kv ...any) (map[string]any, error) {
 		if len(kv)%2 != 0 {
 			return nil, fmt.Errorf("dict: odd number of arguments")

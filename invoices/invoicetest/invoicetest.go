@@ -81,7 +81,9 @@ func Issued(ctx context.Context, t testing.TB, db store.Executor, opts DraftOpts
 	return Issue(ctx, t, db, Draft(ctx, t, db, opts).ID)
 }
 
-// Issue issues the draft id directly in the store, past the gate.
+// Issue issues the draft id directly in the store, past the gate,
+// recording no seller (as with none configured): its document names the
+// seller the service is configured with.
 func Issue(ctx context.Context, t testing.TB, db store.Executor, id uuid.UUID) *invoices.Invoice {
 	t.Helper()
 	out, err := store.WithTxResult(ctx, db, func(ctx context.Context, tx pgx.Tx) (*invoices.Invoice, error) {
@@ -89,7 +91,7 @@ func Issue(ctx context.Context, t testing.TB, db store.Executor, id uuid.UUID) *
 		if err != nil {
 			return nil, err
 		}
-		return invoices.InvoiceIssueTx(ctx, tx, inv, invoices.DefaultNumberPrefix, time.Now())
+		return invoices.InvoiceIssueTx(ctx, tx, inv, invoices.DefaultNumberPrefix, nil, time.Now())
 	})
 	require.NoError(t, err)
 	return out

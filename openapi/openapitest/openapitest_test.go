@@ -17,7 +17,7 @@ const (
 		"currency":"EUR","due_date":null,"memo":"","lines":[{"description":"Consulting","quantity":3,"unit_amount":12000,
 		"tax_rate_bps":1900,"amount":36000,"tax_amount":6840}],"subtotal":36000,"tax_total":6840,"total":42840,
 		"amount_paid":0,"amount_credited":0,"balance_due":42840,"overdue":false,"issued_at":null,"voided_at":null,"paid_at":null,"version":1,"created_at":"2026-01-02T03:04:05Z",
-		"updated_at":"2026-01-02T03:04:05Z","bill_to":null}`
+		"updated_at":"2026-01-02T03:04:05Z","bill_to":null,"seller":null}`
 	notFound = `{"type":"about:blank","title":"Not Found","status":404,"code":"NOT_FOUND","detail":"invoice not found"}`
 )
 
