@@ -179,14 +179,17 @@ func approvalsDueLockTx(ctx context.Context, tx pgx.Tx, now time.Time, limit int
 	return due, nil
 }
 
-// approvalsDecidedByLockTx returns the open requests on which approver
-// has a decision that counts, locked in id order (the order every caller
-// that locks several requests takes them in). Decisions are not loaded.
-func approvalsDecidedByLockTx(ctx context.Context, tx pgx.Tx, approver uuid.UUID) ([]*Approval, error) {
+// approvalsDecidedByLockTx returns the open, unexpired requests on which
+// approver has a decision that counts, locked in id order (the order every
+// caller that locks several requests takes them in). A request past its
+// expiry at now is expired whatever its status says until a sweep marks
+// it: history, which keeps its decisions (ADR-0012 §1). Decisions are not
+// loaded.
+func approvalsDecidedByLockTx(ctx context.Context, tx pgx.Tx, approver uuid.UUID, now time.Time) ([]*Approval, error) {
 	rows, err := tx.Query(ctx, `SELECT `+approvalColumns+approvalFrom+`
-		WHERE r.status IN ('pending', 'approved')
+		WHERE r.status IN ('pending', 'approved') AND r.expires_at > $2
 		  AND EXISTS (SELECT 1 FROM approval_decisions d WHERE d.request_id = r.id AND d.approver_id = $1 AND d.voided_at IS NULL)
-		ORDER BY r.id FOR UPDATE OF r`, approver)
+		ORDER BY r.id FOR UPDATE OF r`, approver, now)
 	if err != nil {
 		return nil, store.MapError(err, "approvals")
 	}
