@@ -190,16 +190,18 @@ func TestUpdateRefusesBadInputWritingNothing(t *testing.T) {
 	require.False(t, got.Disabled)
 	require.Equal(t, events, b.count(t, `SELECT count(*) FROM audit_events`))
 
-	// With a second admin, either may go; then the other is the last.
+	// With a second admin, either may go; then the other is the last
+	// (and the one left to act).
 	eve := b.user(t, "eve", identity.RoleAdmin)
+	byEve := accounts.ActorOf(eve.Principal(), capability.PathREST)
 	_, err = b.svc.Update(b.ctx, b.by, b.admin.ID, 0, accounts.Patch{Disabled: ptr(true)})
 	require.NoError(t, err)
-	_, err = b.svc.Update(b.ctx, b.by, eve.ID, 0, accounts.Patch{Role: ptr(identity.RoleClerk)})
+	_, err = b.svc.Update(b.ctx, byEve, eve.ID, 0, accounts.Patch{Role: ptr(identity.RoleClerk)})
 	refused(t, err, http.StatusConflict, accounts.CodeLastAdmin)
 	// A disabled admin does not count; enabling one back does.
-	_, err = b.svc.Update(b.ctx, b.by, b.admin.ID, 0, accounts.Patch{Disabled: ptr(false)})
+	_, err = b.svc.Update(b.ctx, byEve, b.admin.ID, 0, accounts.Patch{Disabled: ptr(false)})
 	require.NoError(t, err)
-	_, err = b.svc.Update(b.ctx, b.by, eve.ID, 0, accounts.Patch{Role: ptr(identity.RoleClerk)})
+	_, err = b.svc.Update(b.ctx, byEve, eve.ID, 0, accounts.Patch{Role: ptr(identity.RoleClerk)})
 	require.NoError(t, err)
 }
 
@@ -367,10 +369,14 @@ func TestCreateAuditsUserAndToken(t *testing.T) {
 // The last enabled admin, under concurrency: every admin demoted or
 // disabled at once, each change in its own transaction, leaves exactly
 // one, and exactly one change is refused with nothing written. Twenty
-// rounds, alternating demotion and disabling.
+// rounds, alternating demotion and disabling. Ops make the changes
+// (through the CLI, as no user): an admin making them could lose the
+// authority to while they run, which TestActorLosingAdminMidChange
+// covers.
 func TestLastAdminGuardUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	b := setupPool(t)
+	ops := accounts.Actor{Name: "os:root", Via: capability.PathCLI}
 	admins := []*identity.User{b.admin}
 	for i := range 3 {
 		admins = append(admins, b.user(t, fmt.Sprintf("admin%d", i), identity.RoleAdmin))
@@ -390,9 +396,7 @@ func TestLastAdminGuardUnderConcurrency(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				// Each admin takes away the next one's rights.
-				by := accounts.ActorOf(admins[(i+1)%len(admins)].Principal(), capability.PathREST)
-				_, errs[i] = b.svc.Update(b.ctx, by, a.ID, 0, patch)
+				_, errs[i] = b.svc.Update(b.ctx, ops, a.ID, 0, patch)
 			}()
 		}
 		close(start)
@@ -409,7 +413,7 @@ func TestLastAdminGuardUnderConcurrency(t *testing.T) {
 		require.Equal(t, len(admins)-1, b.count(t, `SELECT count(*) FROM audit_events WHERE type = 'user.updated'`)-round*(2*len(admins)-2),
 			"round %d: one event per change made", round)
 		for _, a := range admins {
-			_, err := b.svc.Update(b.ctx, b.by, a.ID, 0, accounts.Patch{Role: ptr(identity.RoleAdmin), Disabled: ptr(false)})
+			_, err := b.svc.Update(b.ctx, ops, a.ID, 0, accounts.Patch{Role: ptr(identity.RoleAdmin), Disabled: ptr(false)})
 			require.NoError(t, err)
 		}
 	}

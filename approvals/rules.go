@@ -298,12 +298,12 @@ func (s *Service) policyChange(ctx context.Context, p identity.Principal, via ca
 	change func(ctx context.Context, tx pgx.Tx) (before, after *Rule, err error),
 ) (*RuleSet, error) {
 	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*RuleSet, error) {
-		u, err := identity.UserGetByID(ctx, tx, p.UserID)
+		// The admin's row first, shared until commit: users before the
+		// requests raiseOpenTx locks (the lock order of live.go), and an
+		// admin disabled or demoted while this runs changes nothing.
+		u, err := identity.UserAdminLockTx(ctx, tx, p.UserID, "change the approval policy")
 		if err != nil {
 			return nil, err
-		}
-		if u.Disabled || u.Role != identity.RoleAdmin {
-			return nil, problem.Forbidden("only an enabled admin changes the approval policy")
 		}
 		current, err := policyLockTx(ctx, tx)
 		if err != nil {

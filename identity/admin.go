@@ -65,41 +65,73 @@ func UserLockShareTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*User, error
 	return u, store.MapError(err, "user")
 }
 
-// UserLockForChangeTx locks user id for a change, together with every
-// enabled admin, all in id order, and returns the user and how many
-// enabled admins other than them exist. Locking the admins makes the
-// count hold until commit: two changes that would each leave one admin
-// (two admins demoting each other) take the same locks in the same order,
-// so the second waits and then counts what the first left. FOR NO KEY
-// UPDATE leaves rows that reference a user (tokens, sessions, decisions)
-// free to be written meanwhile.
-func UserLockForChangeTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*User, int, error) {
+// ChangeLocks are the rows UserLockForChangeTx locked for a change.
+type ChangeLocks struct {
+	// User is the user to change.
+	User *User
+	// Actor is the user making the change as locked; nil when the change
+	// is made by no user (ops through the CLI).
+	Actor *User
+	// OtherAdmins is how many enabled admins other than User exist.
+	OtherAdmins int
+}
+
+// UserLockForChangeTx locks user id for a change by actor (uuid.Nil for
+// no user), together with the actor and every enabled admin, all in id
+// order, in one statement. Locking the admins makes the count hold until
+// commit: two changes that would each leave one admin (two admins
+// demoting each other) take the same locks in the same order, so the
+// second waits and then counts what the first left. Locking the actor
+// makes their authority hold until commit too (a change of it waits, or
+// is waited for and then seen), and in the same statement: a FOR SHARE
+// lock taken on them first and raised here would deadlock two admins'
+// changes. FOR NO KEY UPDATE leaves rows that reference a user (tokens,
+// sessions, decisions) free to be written meanwhile.
+func UserLockForChangeTx(ctx context.Context, tx pgx.Tx, id, actor uuid.UUID) (ChangeLocks, error) {
 	rows, err := tx.Query(ctx, `SELECT `+UserColumns+` FROM users u
-		WHERE u.id = $1 OR (u.role = 'admin' AND NOT u.disabled)
-		ORDER BY u.id FOR NO KEY UPDATE`, id)
+		WHERE u.id = $1 OR u.id = $2 OR (u.role = 'admin' AND NOT u.disabled)
+		ORDER BY u.id FOR NO KEY UPDATE`, id, actor)
 	if err != nil {
-		return nil, 0, store.MapError(err, "user")
+		return ChangeLocks{}, store.MapError(err, "user")
 	}
 	locked, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*User, error) { return ScanUser(r) })
 	if err != nil {
-		return nil, 0, store.MapError(err, "user")
+		return ChangeLocks{}, store.MapError(err, "user")
 	}
-	var (
-		target *User
-		admins int
-	)
+	var out ChangeLocks
 	for _, u := range locked {
+		if u.ID == actor {
+			out.Actor = u
+		}
 		switch {
 		case u.ID == id:
-			target = u
+			out.User = u
 		case u.Role == RoleAdmin && !u.Disabled:
-			admins++
+			out.OtherAdmins++
 		}
 	}
-	if target == nil {
-		return nil, 0, problem.NotFound("user")
+	if out.User == nil {
+		return ChangeLocks{}, problem.NotFound("user")
 	}
-	return target, admins, nil
+	return out, nil
+}
+
+// UserAdminLockTx returns user id, the actor of an admin's change, locked
+// FOR SHARE until the caller's transaction ends, and refuses (403
+// FORBIDDEN) unless they are an enabled admin (CheckAdmin). A request is
+// authenticated when it arrives and commits later: an admin disabled or
+// demoted meanwhile must not have it take effect. With the lock the two
+// serialise: a change of the actor's role or flag waits for this
+// transaction, or this one waits for it and then refuses.
+func UserAdminLockTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, what string) (*User, error) {
+	u, err := UserLockShareTx(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := u.CheckAdmin(what); err != nil {
+		return nil, err
+	}
+	return u, nil
 }
 
 // UserFields are the fields of a user an admin changes; Email nil clears

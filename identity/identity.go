@@ -60,6 +60,15 @@ type User struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// CheckAdmin refuses (403 FORBIDDEN) unless u is an enabled admin; what
+// says what they tried ("change the approval policy").
+func (u *User) CheckAdmin(what string) error {
+	if u.Disabled || u.Role != RoleAdmin {
+		return problem.Forbidden("only an enabled admin may " + what)
+	}
+	return nil
+}
+
 // Principal is the authenticated user a call acts for.
 type Principal struct {
 	UserID   uuid.UUID `json:"id"`
