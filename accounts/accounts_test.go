@@ -165,6 +165,8 @@ func TestUpdateRefusesBadInputWritingNothing(t *testing.T) {
 		"two at signs":      {bob.ID, 0, accounts.Patch{Email: ptr("a@b@example.com"), SetEmail: true}, 422, problem.CodeValidation, "email"},
 		"with a name":       {bob.ID, 0, accounts.Patch{Email: ptr("Bob <bob@example.com>"), SetEmail: true}, 422, problem.CodeValidation, "email"},
 		"space inside":      {bob.ID, 0, accounts.Patch{Email: ptr("bob smith@example.com"), SetEmail: true}, 422, problem.CodeValidation, "email"},
+		"override inside":   {bob.ID, 0, accounts.Patch{Email: ptr("moc.elpmaxe@bob\u202e"), SetEmail: true}, 422, problem.CodeValidation, "email"},
+		"invisible inside":  {bob.ID, 0, accounts.Patch{Email: ptr("bob\u200b@example.com"), SetEmail: true}, 422, problem.CodeValidation, "email"},
 		"too long":          {bob.ID, 0, accounts.Patch{Email: ptr(fmt.Sprintf("%0250d@example.com", 0)), SetEmail: true}, 422, problem.CodeValidation, "email"},
 		"NUL in name":       {bob.ID, 0, accounts.Patch{DisplayName: ptr("Bob\x00")}, 422, problem.CodeValidation, "display_name"},
 		"email taken":       {bob.ID, 0, accounts.Patch{Email: ptr("CARL@example.COM"), SetEmail: true}, 409, problem.CodeConflict, ""},
@@ -363,6 +365,8 @@ func TestCreateAuditsUserAndToken(t *testing.T) {
 	refused(t, err, http.StatusConflict, problem.CodeConflict)
 	_, _, err = b.svc.Create(b.ctx, ops, identity.UserCreateParams{Username: "dan3", Role: identity.RoleClerk, Email: "dan at example"}, "")
 	refused(t, err, http.StatusUnprocessableEntity, problem.CodeValidation)
+	_, _, err = b.svc.Create(b.ctx, ops, identity.UserCreateParams{Username: "dan4", Role: identity.RoleClerk, Email: "dan\u202e@example.com"}, "")
+	require.Equal(t, "email", refused(t, err, http.StatusUnprocessableEntity, problem.CodeValidation).Errors[0].Field)
 	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM users WHERE username LIKE 'dan_'`))
 }
 

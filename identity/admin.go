@@ -11,6 +11,7 @@ import (
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
+	"github.com/invoiced/invoiced/text"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -19,10 +20,15 @@ import (
 const maxEmailLen = 254
 
 // ParseEmail validates an email address: a bare address (no display
-// name, no comments), one '@', at most 254 bytes. Surrounding spaces are
-// trimmed. Case is kept as given: uniqueness ignores it.
+// name, no comments), one '@', at most 254 bytes, and nothing in it that
+// reorders what is shown or shows nothing (text.Address: mail would go
+// elsewhere than a reader sees). Surrounding spaces are trimmed. Case is
+// kept as given: uniqueness ignores it.
 func ParseEmail(s string) (string, error) {
 	s = strings.TrimSpace(s)
+	if err := text.Address(s); err != nil {
+		return "", problem.Invalid("email", "%s", err)
+	}
 	bad := problem.Invalid("email", "must be an email address such as ada@example.com")
 	if s == "" || len(s) > maxEmailLen || strings.Count(s, "@") != 1 || strings.ContainsAny(s, " \t\r\n") {
 		return "", bad
