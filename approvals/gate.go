@@ -36,9 +36,6 @@ func NewGate(policy Policy, emit events.Emitter) *Gate {
 	return &Gate{policy: policy.withDefaults(), emit: emit}
 }
 
-// Policy returns the gate's policy with defaults filled.
-func (g *Gate) Policy() Policy { return g.policy }
-
 var inputHashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // AuthorizeTx implements capability.Gate. It looks at the latest request

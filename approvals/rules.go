@@ -251,11 +251,11 @@ func (s *Service) PolicyGet(ctx context.Context, version int64) (*RuleSet, error
 	return ruleSetGet(ctx, s.db, version)
 }
 
-// PolicySet puts in in force as admin p, arriving by via: it replaces the
-// tier of the same capability, currency and threshold, if there is one,
-// else adds a tier. Setting what is in force already changes nothing.
-// Unless ifMatch is 0, the policy must be at that version (412
-// VERSION_MISMATCH otherwise).
+// PolicySet puts the tier that in describes in force as admin p, arriving
+// by via: it replaces the tier of the same capability, currency and
+// threshold, if there is one, else adds a tier. Setting what is in force
+// already changes nothing. Unless ifMatch is 0, the policy must be at
+// that version (412 VERSION_MISMATCH otherwise).
 func (s *Service) PolicySet(ctx context.Context, p identity.Principal, via capability.Path, in RuleInput, ifMatch int64) (*RuleSet, error) {
 	r, err := s.checkRule(in)
 	if err != nil {

@@ -201,14 +201,6 @@ func UserDisplayNames(ctx context.Context, db store.Executor, ids []uuid.UUID) (
 	return names, store.MapError(err, "users")
 }
 
-// UserCount returns how many users exist (make run creates a first admin
-// only when there are none).
-func UserCount(ctx context.Context, db store.Executor) (int, error) {
-	var n int
-	err := db.QueryRow(ctx, `SELECT count(*) FROM users`).Scan(&n)
-	return n, store.MapError(err, "users")
-}
-
 // UserCountDeciders returns how many enabled users other than except may
 // decide approvals (Role.CanDecide).
 func UserCountDeciders(ctx context.Context, db store.Executor, except uuid.UUID) (int, error) {
