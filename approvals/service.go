@@ -40,7 +40,7 @@ func NewService(db store.Executor, policy Policy, hub *Hub, emit events.Emitter)
 func (s *Service) Policy() Policy { return s.policy }
 
 // Waiters returns how many long polls and event streams of this process
-// are waiting for changes.
+// are waiting for changes (how tests know a poll is waiting).
 func (s *Service) Waiters() int {
 	if s.hub == nil {
 		return 0

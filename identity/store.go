@@ -360,6 +360,8 @@ func TokenRevokeTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*Token, error)
 }
 
 // TokenRevoke revokes every token of a user whose hash matches token.
+// Admins revoke by id (TokenRevokeTx, audited); tests use this one to
+// revoke a token they hold, as SQL would.
 func TokenRevoke(ctx context.Context, db store.Executor, token string) error {
 	sum := sha256.Sum256([]byte(token))
 	tag, err := db.Exec(ctx, `UPDATE api_tokens SET revoked_at = now() WHERE token_sha256 = $1 AND revoked_at IS NULL`, sum[:])
