@@ -138,15 +138,15 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 	return capability.Grant{}, g.request(ctx, tx, call, target, now)
 }
 
-// applyCurrentPolicy applies to the locked open request a the stricter of
-// the rule it was raised under and the rule in force (ADR-0014), and
-// reports whether it raised a's requirement (an approved request short of
-// it returns to pending). A policy change
-// raises the open requests it sees, under their row locks, so a consume
-// racing it is judged by the rule in force when it commits; a request
-// raised while the change was committing is not among them, and is
-// raised here when it is used. A raised requirement that a's approvals
-// still meet is recorded and the caller's transaction goes on to consume.
+// applyCurrentPolicy applies to the locked open request a the stricter
+// of the rule it was raised under and the rule in force (ADR-0014), and
+// reports whether it raised a's requirement (an approved request short
+// of it returns to pending). A policy change raises the open requests
+// it sees, under their row locks, so a consume racing it is judged by
+// the rule in force when it commits; a request raised while the change
+// was committing is not among them, and is raised here when it is used.
+// A raised requirement that a's approvals still meet is recorded and
+// the caller's transaction goes on to consume.
 func (g *Gate) applyCurrentPolicy(ctx context.Context, tx pgx.Tx, call capability.Call, a *Approval, now time.Time) (bool, error) {
 	req, err := requirementGet(ctx, tx, a.Capability, a.Amount, a.Currency)
 	if err != nil {
