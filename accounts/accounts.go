@@ -45,6 +45,32 @@ func (a Actor) id() string {
 	return a.UserID.String()
 }
 
+// what an actor must be an enabled admin to do, as a refusal names it.
+const administer = "administer users and tokens"
+
+// lockTx locks the acting user until the caller's transaction ends and
+// refuses (403 FORBIDDEN) unless they are an enabled admin
+// (identity.UserAdminLockTx); ops through the CLI act as no user.
+func (a Actor) lockTx(ctx context.Context, tx pgx.Tx) error {
+	if a.UserID == uuid.Nil {
+		return nil
+	}
+	_, err := identity.UserAdminLockTx(ctx, tx, a.UserID, administer)
+	return err
+}
+
+// check refuses (403 FORBIDDEN) an actor locked as u who is not an
+// enabled admin; ops through the CLI (u nil) act as no user.
+func (a Actor) check(u *identity.User) error {
+	if a.UserID == uuid.Nil {
+		return nil
+	}
+	if u == nil {
+		return problem.Forbidden("only an enabled admin may " + administer)
+	}
+	return u.CheckAdmin(administer)
+}
+
 func (a Actor) event(typ, subjectType string, subject uuid.UUID, data map[string]any) audit.Event {
 	return audit.Event{Type: typ, ActorID: a.id(), Actor: a.Name, Via: string(a.Via), SubjectType: subjectType, SubjectID: subject.String(), Data: data}
 }
@@ -69,6 +95,9 @@ func (s *Service) Create(ctx context.Context, by Actor, p identity.UserCreatePar
 		token string
 	}
 	c, err := store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (created, error) {
+		if err := by.lockTx(ctx, tx); err != nil {
+			return created{}, err
+		}
 		u, err := identity.UserCreate(ctx, tx, p)
 		if err != nil {
 			return created{}, err
@@ -89,6 +118,9 @@ func (s *Service) Create(ctx context.Context, by Actor, p identity.UserCreatePar
 // this once.
 func (s *Service) TokenCreate(ctx context.Context, by Actor, id uuid.UUID, name string) (string, error) {
 	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (string, error) {
+		if err := by.lockTx(ctx, tx); err != nil {
+			return "", err
+		}
 		u, err := identity.UserGetByID(ctx, tx, id)
 		if err != nil {
 			return "", err
@@ -178,12 +210,14 @@ func (p Patch) apply(f identity.UserFields) identity.UserFields {
 }
 
 // Update applies p to user id, at version ifMatch unless it is 0 (412
-// VERSION_MISMATCH otherwise), and returns the user. A change that would
-// leave no enabled admin is 409 LAST_ADMIN with nothing written. A user
-// who loses the authority to decide approvals (disabled, or no longer an
-// approver or admin) loses their decisions on open requests in the same
-// transaction; Updated.Voided names the requests that lost an approval.
-// A change that changes nothing writes nothing.
+// VERSION_MISMATCH otherwise), and returns the user. An actor who is no
+// longer an enabled admin when the change would commit is 403 FORBIDDEN
+// with nothing written. A change that would leave no enabled admin is
+// 409 LAST_ADMIN with nothing written. A user who loses the authority
+// to decide approvals (disabled, or no longer an approver or admin)
+// loses their decisions on open requests in the same transaction;
+// Updated.Voided names the requests that lost an approval. A change
+// that changes nothing writes nothing.
 func (s *Service) Update(ctx context.Context, by Actor, id uuid.UUID, ifMatch int64, p Patch) (*Updated, error) {
 	p, err := p.check()
 	if err != nil {
@@ -192,10 +226,14 @@ func (s *Service) Update(ctx context.Context, by Actor, id uuid.UUID, ifMatch in
 	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Updated, error) {
 		// Users first, then the requests they decided (VoidDecisionsTx),
 		// then the audit chain: the lock order of approvals/live.go.
-		before, otherAdmins, err := identity.UserLockForChangeTx(ctx, tx, id)
+		locks, err := identity.UserLockForChangeTx(ctx, tx, id, by.UserID)
 		if err != nil {
 			return nil, err
 		}
+		if err := by.check(locks.Actor); err != nil {
+			return nil, err
+		}
+		before, otherAdmins := locks.User, locks.OtherAdmins
 		if err := capability.CheckIfMatch(ifMatch, before.Version); err != nil {
 			return nil, err
 		}
@@ -287,6 +325,9 @@ func (s *Service) Tokens(ctx context.Context, id uuid.UUID, p page.Request) (pag
 // a revoked token answers it as it is and writes nothing.
 func (s *Service) TokenRevoke(ctx context.Context, by Actor, id uuid.UUID) (*identity.Token, error) {
 	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*identity.Token, error) {
+		if err := by.lockTx(ctx, tx); err != nil {
+			return nil, err
+		}
 		t, err := identity.TokenLockTx(ctx, tx, id)
 		if err != nil {
 			return nil, err

@@ -165,6 +165,8 @@ func TestUpdateRefusesBadInputWritingNothing(t *testing.T) {
 		"two at signs":      {bob.ID, 0, accounts.Patch{Email: ptr("a@b@example.com"), SetEmail: true}, 422, problem.CodeValidation, "email"},
 		"with a name":       {bob.ID, 0, accounts.Patch{Email: ptr("Bob <bob@example.com>"), SetEmail: true}, 422, problem.CodeValidation, "email"},
 		"space inside":      {bob.ID, 0, accounts.Patch{Email: ptr("bob smith@example.com"), SetEmail: true}, 422, problem.CodeValidation, "email"},
+		"override inside":   {bob.ID, 0, accounts.Patch{Email: ptr("moc.elpmaxe@bob\u202e"), SetEmail: true}, 422, problem.CodeValidation, "email"},
+		"invisible inside":  {bob.ID, 0, accounts.Patch{Email: ptr("bob\u200b@example.com"), SetEmail: true}, 422, problem.CodeValidation, "email"},
 		"too long":          {bob.ID, 0, accounts.Patch{Email: ptr(fmt.Sprintf("%0250d@example.com", 0)), SetEmail: true}, 422, problem.CodeValidation, "email"},
 		"NUL in name":       {bob.ID, 0, accounts.Patch{DisplayName: ptr("Bob\x00")}, 422, problem.CodeValidation, "display_name"},
 		"email taken":       {bob.ID, 0, accounts.Patch{Email: ptr("CARL@example.COM"), SetEmail: true}, 409, problem.CodeConflict, ""},
@@ -190,16 +192,18 @@ func TestUpdateRefusesBadInputWritingNothing(t *testing.T) {
 	require.False(t, got.Disabled)
 	require.Equal(t, events, b.count(t, `SELECT count(*) FROM audit_events`))
 
-	// With a second admin, either may go; then the other is the last.
+	// With a second admin, either may go; then the other is the last
+	// (and the one left to act).
 	eve := b.user(t, "eve", identity.RoleAdmin)
+	byEve := accounts.ActorOf(eve.Principal(), capability.PathREST)
 	_, err = b.svc.Update(b.ctx, b.by, b.admin.ID, 0, accounts.Patch{Disabled: ptr(true)})
 	require.NoError(t, err)
-	_, err = b.svc.Update(b.ctx, b.by, eve.ID, 0, accounts.Patch{Role: ptr(identity.RoleClerk)})
+	_, err = b.svc.Update(b.ctx, byEve, eve.ID, 0, accounts.Patch{Role: ptr(identity.RoleClerk)})
 	refused(t, err, http.StatusConflict, accounts.CodeLastAdmin)
 	// A disabled admin does not count; enabling one back does.
-	_, err = b.svc.Update(b.ctx, b.by, b.admin.ID, 0, accounts.Patch{Disabled: ptr(false)})
+	_, err = b.svc.Update(b.ctx, byEve, b.admin.ID, 0, accounts.Patch{Disabled: ptr(false)})
 	require.NoError(t, err)
-	_, err = b.svc.Update(b.ctx, b.by, eve.ID, 0, accounts.Patch{Role: ptr(identity.RoleClerk)})
+	_, err = b.svc.Update(b.ctx, byEve, eve.ID, 0, accounts.Patch{Role: ptr(identity.RoleClerk)})
 	require.NoError(t, err)
 }
 
@@ -361,16 +365,22 @@ func TestCreateAuditsUserAndToken(t *testing.T) {
 	refused(t, err, http.StatusConflict, problem.CodeConflict)
 	_, _, err = b.svc.Create(b.ctx, ops, identity.UserCreateParams{Username: "dan3", Role: identity.RoleClerk, Email: "dan at example"}, "")
 	refused(t, err, http.StatusUnprocessableEntity, problem.CodeValidation)
+	_, _, err = b.svc.Create(b.ctx, ops, identity.UserCreateParams{Username: "dan4", Role: identity.RoleClerk, Email: "dan\u202e@example.com"}, "")
+	require.Equal(t, "email", refused(t, err, http.StatusUnprocessableEntity, problem.CodeValidation).Errors[0].Field)
 	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM users WHERE username LIKE 'dan_'`))
 }
 
 // The last enabled admin, under concurrency: every admin demoted or
 // disabled at once, each change in its own transaction, leaves exactly
 // one, and exactly one change is refused with nothing written. Twenty
-// rounds, alternating demotion and disabling.
+// rounds, alternating demotion and disabling. Ops make the changes
+// (through the CLI, as no user): an admin making them could lose the
+// authority to while they run, which TestActorLosingAdminMidChange
+// covers.
 func TestLastAdminGuardUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	b := setupPool(t)
+	ops := accounts.Actor{Name: "os:root", Via: capability.PathCLI}
 	admins := []*identity.User{b.admin}
 	for i := range 3 {
 		admins = append(admins, b.user(t, fmt.Sprintf("admin%d", i), identity.RoleAdmin))
@@ -390,9 +400,7 @@ func TestLastAdminGuardUnderConcurrency(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				// Each admin takes away the next one's rights.
-				by := accounts.ActorOf(admins[(i+1)%len(admins)].Principal(), capability.PathREST)
-				_, errs[i] = b.svc.Update(b.ctx, by, a.ID, 0, patch)
+				_, errs[i] = b.svc.Update(b.ctx, ops, a.ID, 0, patch)
 			}()
 		}
 		close(start)
@@ -409,7 +417,7 @@ func TestLastAdminGuardUnderConcurrency(t *testing.T) {
 		require.Equal(t, len(admins)-1, b.count(t, `SELECT count(*) FROM audit_events WHERE type = 'user.updated'`)-round*(2*len(admins)-2),
 			"round %d: one event per change made", round)
 		for _, a := range admins {
-			_, err := b.svc.Update(b.ctx, b.by, a.ID, 0, accounts.Patch{Role: ptr(identity.RoleAdmin), Disabled: ptr(false)})
+			_, err := b.svc.Update(b.ctx, ops, a.ID, 0, accounts.Patch{Role: ptr(identity.RoleAdmin), Disabled: ptr(false)})
 			require.NoError(t, err)
 		}
 	}

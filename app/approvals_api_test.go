@@ -15,6 +15,7 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/page"
+	"github.com/invoiced/invoiced/problem"
 	"github.com/stretchr/testify/require"
 )
 
@@ -60,6 +61,45 @@ func TestDecisionReasonLimitIsAsDocumented(t *testing.T) {
 	resp := h.Do(t, "POST", "/v1/approvals/"+id+"/deny", bobTok, map[string]string{"reason": strings.Repeat("x", 2001)})
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, string(resp.Body))
 	resp = h.Do(t, "POST", "/v1/approvals/"+id+"/deny", bobTok, map[string]string{"reason": strings.Repeat("x", 2000)})
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
+}
+
+// A decision's reason is text the requester reads: one that reorders
+// what is shown or holds control characters is refused on approve and
+// deny, and a deny reason must show something. Each is a 422 naming
+// reason, with nothing written.
+func TestDecisionReasonTextRefusedWritingNothing(t *testing.T) {
+	t.Parallel()
+	h := apptest.New(t, apptest.Options{})
+	clerk, _ := h.User(t, "clara", identity.RoleClerk)
+	_, bobTok := h.User(t, "bob", identity.RoleApprover)
+	id := gateRequest(t, h, clerk, "issue-invoice", "inv-1", 100)
+	count := func(q string) int {
+		var n int
+		require.NoError(t, h.Pool.QueryRow(context.Background(), q).Scan(&n))
+		return n
+	}
+	events := count(`SELECT count(*) FROM audit_events`)
+	for _, tc := range []struct{ decision, reason string }{
+		{"deny", "pay to IBAN \u202e1234"},     // right-to-left override
+		{"deny", "\u2067wrong\u2069 customer"}, // an isolate
+		{"deny", "wrong\x1b[2J customer"},      // a terminal escape
+		{"deny", "\u200b\u200b"},               // shows nothing
+		{"deny", "\ufe0f \u3164"},              // shows nothing
+		{"approve", "ok \u202e"},
+		{"approve", "fine\x07"},
+	} {
+		resp := h.Do(t, "POST", "/v1/approvals/"+id+"/"+tc.decision, bobTok, map[string]string{"reason": tc.reason})
+		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%+q: %s", tc.reason, resp.Body)
+		p := resp.Problem(t)
+		require.Equal(t, problem.CodeValidation, p["code"])
+		require.Equal(t, "reason", p["errors"].([]any)[0].(map[string]any)["field"], "%+q", tc.reason)
+	}
+	require.Equal(t, events, count(`SELECT count(*) FROM audit_events`))
+	require.Zero(t, count(`SELECT count(*) FROM approval_decisions`))
+	require.Equal(t, 1, count(`SELECT count(*) FROM approval_requests WHERE status = 'pending' AND version = 1`))
+
+	resp := h.Do(t, "POST", "/v1/approvals/"+id+"/deny", bobTok, map[string]string{"reason": "Wrong customer.\n\tPlease fix محمد's address."})
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
 }
 

@@ -87,6 +87,7 @@ func TestDatabaseOutage(t *testing.T) {
 		r := h.Do(t, "GET", "/readyz", "", nil)
 		require.Equal(t, http.StatusServiceUnavailable, r.StatusCode)
 		require.Equal(t, "UNAVAILABLE", r.Problem(t)["code"])
+		require.Equal(t, "5", r.Header.Get("Retry-After"), "/readyz")
 	}
 	// Right away, a request may meet a pooled connection the shutdown
 	// ended (a broken pipe, the server's 57P01) or find none and be
@@ -108,6 +109,53 @@ func TestDatabaseOutage(t *testing.T) {
 		require.Equal(t, http.StatusOK, page(p).StatusCode, p)
 	}
 	require.Equal(t, http.StatusOK, h.Do(t, "GET", "/readyz", "", nil).StatusCode)
+}
+
+// A database that accepts no writes (a hot standby after a failover, or
+// one put in read-only mode) refuses a write with SQLSTATE 25006: that is
+// the database not serving the request, 503 UNAVAILABLE with Retry-After
+// like an outage, never a 500, and nothing of the cause is told. Reads go
+// on being served.
+func TestReadOnlyDatabaseIs503(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ro := apptest.New(t, apptest.Options{})
+	_, token := ro.User(t, "olga", identity.RoleClerk)
+	// The first request records the token's use (a write), as it would
+	// have before the database went read-only.
+	r := ro.Do(t, "POST", "/v1/customers", token, map[string]any{"name": "Acme", "currency": "EUR"})
+	require.Equal(t, http.StatusCreated, r.StatusCode, string(r.Body))
+	var customer struct{ ID string }
+	r.JSON(t, &customer)
+	// Read-only from the next connection on; the service's pool drops
+	// the ones it holds, as a failover ends them.
+	_, err := ro.Pool.Exec(ctx, `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_read_only = on', current_database()); END $$`)
+	require.NoError(t, err)
+	ro.Pool.Reset()
+
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", "/v1/customers", map[string]any{"name": "Beta", "currency": "EUR"}},
+		{"POST", "/v1/invoices", map[string]any{"customer_id": customer.ID}},
+		{"PATCH", "/v1/customers/" + customer.ID, map[string]any{"name": "Acme AG"}},
+		{"POST", "/v1/capabilities/create-customer/invoke", map[string]any{"input": map[string]any{"name": "Beta", "currency": "EUR"}}},
+	} {
+		r = ro.Do(t, c.method, c.path, token, c.body)
+		what := c.method + " " + c.path
+		require.Equal(t, http.StatusServiceUnavailable, r.StatusCode, "%s: %s", what, r.Body)
+		require.Equal(t, "UNAVAILABLE", r.Problem(t)["code"], what)
+		require.Equal(t, "5", r.Header.Get("Retry-After"), what)
+		requireNoInternals(t, what, r)
+		require.NotContains(t, strings.ToLower(string(r.Body)), "read-only transaction", what)
+	}
+	require.Equal(t, http.StatusOK, ro.Do(t, "GET", "/v1/customers", token, nil).StatusCode, "reads are served")
+	var names string
+	require.NoError(t, ro.Pool.QueryRow(ctx, `SELECT string_agg(name, ',') FROM customers`).Scan(&names))
+	require.Equal(t, "Acme", names, "nothing written")
+	require.NoError(t, ro.Pool.QueryRow(ctx, `SELECT count(*)::text FROM invoices`).Scan(&names))
+	require.Equal(t, "0", names)
 }
 
 // requireNoInternals fails when r's body names what failed inside: a

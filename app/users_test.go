@@ -136,6 +136,10 @@ func TestUsersPatchRefusesBadRequestsWritingNothing(t *testing.T) {
 		"disabled string": {`{"disabled": "yes"}`, 422, problem.CodeValidation, "disabled"},
 		"email number":    {`{"email": 5}`, 422, problem.CodeValidation, "email"},
 		"email invalid":   {`{"email": "bob at example"}`, 422, problem.CodeValidation, "email"},
+		"email override":  {`{"email": "moc.elpmaxe@bob\u202e"}`, 422, problem.CodeValidation, "email"},
+		"email isolate":   {`{"email": "bob\u2066@example.com"}`, 422, problem.CodeValidation, "email"},
+		"email invisible": {`{"email": "bob\u200b@example.com"}`, 422, problem.CodeValidation, "email"},
+		"email joiner":    {`{"email": "b\u200dob@example.com"}`, 422, problem.CodeValidation, "email"},
 		"email taken":     {`{"email": "Carol@Example.com"}`, 409, problem.CodeConflict, ""},
 		"unknown field":   {`{"password": "hunter2hunter2"}`, 422, problem.CodeValidation, "password"},
 		"username":        {`{"username": "robert"}`, 422, problem.CodeValidation, "username"},
@@ -261,6 +265,42 @@ func TestAuthorityLostAfterApproveRefusesIssue(t *testing.T) {
 			require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
 			_, err = audit.Verify(g.ctx, g.h.Pool)
 			require.NoError(t, err)
+		})
+	}
+}
+
+// An approval that lapsed before its approver lost their authority is
+// history, as any expired request: the change does not reopen it (which
+// would give it a fresh pending window another approver could fill), it
+// keeps its decision, and issuing is refused APPROVAL_EXPIRED.
+func TestAuthorityLostAfterApprovalLapsedRevivesNothing(t *testing.T) {
+	t.Parallel()
+	for name, patch := range map[string]map[string]any{
+		"demoted":  {"role": "clerk"},
+		"disabled": {"disabled": true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := setupGated(t)
+			id := g.draft(t).ID.String()
+			aid := refusedWith(t, g.issue(t, id), http.StatusForbidden, approvals.CodeApprovalRequired)
+			g.decide(t, g.bobTok, aid, "approve", nil)
+			g.clock.Advance(approvals.DefaultApprovedTTL + time.Minute)
+
+			resp := g.patchUser(t, g.userID(t, "bob"), patch)
+			require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
+			require.Zero(t, g.count(t, `SELECT count(*) FROM audit_events WHERE type = 'approval.decisions_voided'`))
+
+			var a approvals.Approval
+			g.h.Do(t, "GET", "/v1/approvals/"+aid, g.adminTok, nil).JSON(t, &a)
+			require.Equal(t, approvals.StatusExpired, a.Status)
+			require.Len(t, a.Decisions, 1)
+			require.True(t, a.Decisions[0].Counts, "an expired request keeps its decisions")
+			refusedWith(t, g.h.Do(t, "POST", "/v1/approvals/"+aid+"/approve", g.carolTok, nil), http.StatusConflict, approvals.CodeNotPending)
+			require.Equal(t, aid, refusedWith(t, g.issue(t, id), http.StatusForbidden, approvals.CodeApprovalExpired))
+			require.Equal(t, "draft", g.statusOf(t, id))
+			require.Zero(t, g.count(t, `SELECT count(*) FROM invoices WHERE number IS NOT NULL`), "nothing numbered")
+			require.Zero(t, g.count(t, `SELECT count(*) FROM approval_requests WHERE status IN ('pending', 'approved', 'consumed')`))
 		})
 	}
 }

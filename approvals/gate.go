@@ -36,9 +36,6 @@ func NewGate(policy Policy, emit events.Emitter) *Gate {
 	return &Gate{policy: policy.withDefaults(), emit: emit}
 }
 
-// Policy returns the gate's policy with defaults filled.
-func (g *Gate) Policy() Policy { return g.policy }
-
 var inputHashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // AuthorizeTx implements capability.Gate. It looks at the latest request
@@ -89,16 +86,28 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 		if err := decisionsLoad(ctx, tx, []*Approval{a}); err != nil {
 			return capability.Grant{}, err
 		}
-		if reopened, err := g.applyCurrentPolicy(ctx, tx, call, a, now); err != nil {
+		was := a.Status
+		raised, err := g.applyCurrentPolicy(ctx, tx, call, a, now)
+		if err != nil {
 			return capability.Grant{}, err
-		} else if reopened {
-			return capability.Grant{}, store.CommitAnd(policyRaisedProblem(a))
+		}
+		// A raised requirement is recorded whatever the answer: a refusal
+		// rolling it back would leave the request asking fewer approvers
+		// than the rule in force, to be raised again at its next use.
+		refuse := func(err error) error {
+			if raised {
+				return store.CommitAnd(err)
+			}
+			return err
+		}
+		if was == StatusApproved && a.Status == StatusPending {
+			return capability.Grant{}, refuse(policyRaisedProblem(a))
 		}
 		if a.Status == StatusPending {
-			return capability.Grant{}, requiredProblem(a)
+			return capability.Grant{}, refuse(requiredProblem(a))
 		}
 		if err := checkNotDecider(call, a); err != nil {
-			return capability.Grant{}, err
+			return capability.Grant{}, refuse(err)
 		}
 		// Recounted under the row lock: only decisions of approvers who
 		// may still decide count (ADR-0012).
@@ -129,20 +138,20 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 	return capability.Grant{}, g.request(ctx, tx, call, target, now)
 }
 
-// applyCurrentPolicy applies to the locked open request a the stricter of
-// the rule it was raised under and the rule in force (ADR-0014), and
-// reports whether a, approved, returned to pending. A policy change
-// raises the open requests it sees, under their row locks, so a consume
-// racing it is judged by the rule in force when it commits; a request
-// raised while the change was committing is not among them, and is
-// raised here when it is used. A raised requirement that a's approvals
-// still meet is recorded and the caller's transaction goes on to consume.
+// applyCurrentPolicy applies to the locked open request a the stricter
+// of the rule it was raised under and the rule in force (ADR-0014), and
+// reports whether it raised a's requirement (an approved request short
+// of it returns to pending). A policy change raises the open requests
+// it sees, under their row locks, so a consume racing it is judged by
+// the rule in force when it commits; a request raised while the change
+// was committing is not among them, and is raised here when it is used.
+// A raised requirement that a's approvals still meet is recorded and
+// the caller's transaction goes on to consume.
 func (g *Gate) applyCurrentPolicy(ctx context.Context, tx pgx.Tx, call capability.Call, a *Approval, now time.Time) (bool, error) {
 	req, err := requirementGet(ctx, tx, a.Capability, a.Amount, a.Currency)
 	if err != nil {
 		return false, err
 	}
-	was := a.Status
 	ev, err := raiseTx(ctx, tx, a, req, g.policy.PendingTTL, now, callActor(call))
 	if err != nil || ev == nil {
 		return false, err
@@ -150,7 +159,7 @@ func (g *Gate) applyCurrentPolicy(ctx context.Context, tx pgx.Tx, call capabilit
 	if _, err := audit.AppendTx(ctx, tx, *ev); err != nil {
 		return false, err
 	}
-	return was == StatusApproved && a.Status == StatusPending, nil
+	return true, nil
 }
 
 // checkNotDecider refuses to spend an approval on a call by one of its

@@ -68,8 +68,8 @@ type Actor struct {
 }
 
 // VoidDecisionsTx voids, in the caller's transaction, every decision
-// that approver made and that still counts on an open request, for
-// reason: each request loses the approval, an approved one returns to
+// that approver made and that still counts on an open, unexpired request,
+// for reason (a lapsed request is history and is never reopened): each request loses the approval, an approved one returns to
 // pending with a new pending window (PendingTTL from now: the approvers
 // left need the time a request is given, and it is the requester's loss
 // of an approval, not their delay), and each change is audited as
@@ -77,7 +77,7 @@ type Actor struct {
 // changed the approver's user row. It returns the requests changed.
 func (s *Service) VoidDecisionsTx(ctx context.Context, tx pgx.Tx, by Actor, approver uuid.UUID, reason VoidReason) ([]uuid.UUID, error) {
 	now := s.policy.now()
-	open, err := approvalsDecidedByLockTx(ctx, tx, approver)
+	open, err := approvalsDecidedByLockTx(ctx, tx, approver, now)
 	if err != nil {
 		return nil, err
 	}

@@ -353,10 +353,72 @@ func TestPolicyStricterRuleAppliesAtUseToARequestRaisedDuringTheChange(t *testin
 	b := setupPool(t)
 	b.target(t, "inv", 500_000)
 	c := call(t, "issue-invoice", b.clerk, "inv")
+	id, set := b.requestDuringChange(t, c, "inv")
+
+	a := b.get(t, id)
+	require.Equal(t, 1, a.RequiredApprovals, "raised under version 1")
+	require.EqualValues(t, 1, a.Policy.Version)
+	require.Equal(t, approvals.StatusApproved, b.approve(t, b.appr1, id).Status)
+
+	_, err := b.invoke(b.ctx, c, "inv")
+	pe, ok := problem.As(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, approvals.CodeApprovalRequired, pe.Code)
+	require.Contains(t, pe.Detail, fmt.Sprintf("policy version %d asks 2 approvers", set.Version))
+	require.Equal(t, "draft", b.targetStatus(t, "inv"))
+	a = b.get(t, id)
+	require.Equal(t, approvals.StatusPending, a.Status)
+	require.Equal(t, 2, a.RequiredApprovals)
+	require.Equal(t, &set.Version, a.RequiredRaisedBy)
+
+	b.approve(t, b.appr2, id)
+	_, err = b.invoke(b.ctx, c, "inv")
+	require.NoError(t, err)
+	b.verify(t)
+}
+
+// A pending request asked again after a stricter rule escaped the
+// change: the gate's refusal records the raised requirement (committed
+// with the refusal, not rolled back with it), so the inbox shows what the
+// request needs and one approval no longer approves it.
+func TestPolicyStricterRuleRecordedOnAPendingRequestAskedAgain(t *testing.T) {
+	t.Parallel()
+	b := setupPool(t)
+	b.target(t, "inv", 500_000)
+	c := call(t, "issue-invoice", b.clerk, "inv")
+	id, set := b.requestDuringChange(t, c, "inv")
+	require.Equal(t, 1, b.get(t, id).RequiredApprovals, "raised under version 1")
+
+	_, err := b.invoke(b.ctx, c, "inv")
+	require.Equal(t, id, refused(t, err, http.StatusForbidden, approvals.CodeApprovalRequired))
+	pe, _ := problem.As(err)
+	require.Equal(t, 2, pe.Extra["required_approvals"])
+	a := b.get(t, id)
+	require.Equal(t, approvals.StatusPending, a.Status)
+	require.Equal(t, 2, a.RequiredApprovals)
+	require.Equal(t, &set.Version, a.RequiredRaisedBy)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM audit_events WHERE type = 'approval.requirement_raised' AND subject_id = $1`, id))
+
+	require.Equal(t, approvals.StatusPending, b.approve(t, b.appr1, id).Status, "one of two")
+	_, err = b.invoke(b.ctx, c, "inv")
+	refused(t, err, http.StatusForbidden, approvals.CodeApprovalRequired)
+	require.Equal(t, "draft", b.targetStatus(t, "inv"))
+	require.Equal(t, approvals.StatusApproved, b.approve(t, b.appr2, id).Status)
+	_, err = b.invoke(b.ctx, c, "inv")
+	require.NoError(t, err)
+	b.verify(t)
+}
+
+// requestDuringChange raises a request for c on target (500,000 minor
+// units of EUR) in a transaction that commits while a change to two
+// approvers at 100,000 waits for it, so the change cannot see (and raise)
+// the request. It returns the request's id and the policy the change made.
+func (b *bundle) requestDuringChange(t *testing.T, c capability.Call, target string) (string, *approvals.RuleSet) {
+	t.Helper()
 	tx, err := b.db.Begin(b.ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(context.Background()) //nolint:errcheck
-	_, err = b.gate.AuthorizeTx(b.ctx, tx, c, capability.Target{Type: "invoice", ID: "inv", Version: 1, Amount: 500_000, Currency: "EUR", Snapshot: []byte(`{}`)})
+	_, err = b.gate.AuthorizeTx(b.ctx, tx, c, capability.Target{Type: "invoice", ID: target, Version: 1, Amount: 500_000, Currency: "EUR", Snapshot: []byte(`{}`)})
 	id := refused(t, err, http.StatusForbidden, approvals.CodeApprovalRequired)
 	// The change raises the open requests it sees, not this uncommitted
 	// one, then waits for the audit chain's lock, which the request's
@@ -377,27 +439,7 @@ func TestPolicyStricterRuleAppliesAtUseToARequestRaisedDuringTheChange(t *testin
 	require.NoError(t, tx.Commit(b.ctx))
 	set := <-changed
 	require.NotNil(t, set)
-
-	a := b.get(t, id)
-	require.Equal(t, 1, a.RequiredApprovals, "raised under version 1")
-	require.EqualValues(t, 1, a.Policy.Version)
-	require.Equal(t, approvals.StatusApproved, b.approve(t, b.appr1, id).Status)
-
-	_, err = b.invoke(b.ctx, c, "inv")
-	pe, ok := problem.As(err)
-	require.True(t, ok, "%v", err)
-	require.Equal(t, approvals.CodeApprovalRequired, pe.Code)
-	require.Contains(t, pe.Detail, fmt.Sprintf("policy version %d asks 2 approvers", set.Version))
-	require.Equal(t, "draft", b.targetStatus(t, "inv"))
-	a = b.get(t, id)
-	require.Equal(t, approvals.StatusPending, a.Status)
-	require.Equal(t, 2, a.RequiredApprovals)
-	require.Equal(t, &set.Version, a.RequiredRaisedBy)
-
-	b.approve(t, b.appr2, id)
-	_, err = b.invoke(b.ctx, c, "inv")
-	require.NoError(t, err)
-	b.verify(t)
+	return id, set
 }
 
 // Done-when, concurrency: a tightening races 32 consumes of approvals

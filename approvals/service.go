@@ -16,6 +16,7 @@ import (
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
+	"github.com/invoiced/invoiced/text"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -39,7 +40,7 @@ func NewService(db store.Executor, policy Policy, hub *Hub, emit events.Emitter)
 func (s *Service) Policy() Policy { return s.policy }
 
 // Waiters returns how many long polls and event streams of this process
-// are waiting for changes.
+// are waiting for changes (how tests know a poll is waiting).
 func (s *Service) Waiters() int {
 	if s.hub == nil {
 		return 0
@@ -111,17 +112,24 @@ func (s *Service) decideAs(ctx context.Context, tx pgx.Tx, u *identity.User, via
 }
 
 // checkDecision refuses a decision or reason that can never be recorded.
+// A reason is free text the requester reads (text.Prose: no
+// bidirectional or other control characters), and a denial's must show
+// something: invisible characters alone say nothing of what to fix.
 func checkDecision(decision, reason string) error {
 	switch {
 	case decision != DecisionApprove && decision != DecisionDeny:
 		return problem.Invalid("decision", "must be approve or deny")
-	case decision == DecisionDeny && reason == "":
-		return problem.Invalid("reason", "is required to deny: say what is wrong so the requester can fix it")
 	case len(reason) > maxReasonLen:
 		return problem.Invalid("reason", "must be at most %d bytes", maxReasonLen)
 	}
 	if r, bad := jsondoc.UnstorableText(reason); bad {
 		return problem.Invalid("reason", "%s", r.Message())
+	}
+	if err := text.Prose(reason); err != nil {
+		return problem.Invalid("reason", "%s", err)
+	}
+	if decision == DecisionDeny && !text.Shows(reason) {
+		return problem.Invalid("reason", "is required to deny: say what is wrong so the requester can fix it")
 	}
 	return nil
 }

@@ -83,11 +83,21 @@ func (r *Registry) Register(c Capability) error {
 // Formats for strings people read before they act (package text): a
 // schema marks a name or description "visible-text" and free text
 // "plain-text", so Prepare refuses them on every path, before a
-// confirmation or an approval is asked for them.
+// confirmation or an approval is asked for them. "email" is the
+// validator's own format after text.Address: its quoted local part
+// ("…"@example.com) takes any character but a quote or backslash, a
+// right-to-left override or a zero width space too.
 var textFormats = []*jsonschema.Format{
 	{Name: "visible-text", Validate: stringFormat(text.Name)},
 	{Name: "plain-text", Validate: stringFormat(text.Prose)},
+	{Name: "email", Validate: both(stringFormat(text.Address), builtinFormat("email"))},
 }
+
+// textRefusal is a refusal by a rule of package text, whose message is
+// the whole answer (validationProblem).
+type textRefusal struct{ error }
+
+func (r textRefusal) Unwrap() error { return r.error }
 
 func stringFormat(check func(string) error) func(any) error {
 	return func(v any) error {
@@ -95,7 +105,47 @@ func stringFormat(check func(string) error) func(any) error {
 		if !ok {
 			return nil // "type" judges a value that is not a string
 		}
-		return check(s)
+		if err := check(s); err != nil {
+			return textRefusal{err}
+		}
+		return nil
+	}
+}
+
+// both runs first, then second if first passed.
+func both(first, second func(any) error) func(any) error {
+	return func(v any) error {
+		if err := first(v); err != nil {
+			return err
+		}
+		return second(v)
+	}
+}
+
+// builtinFormat is the validator's own check of format name, which a
+// format registered under the same name replaces.
+func builtinFormat(name string) func(any) error {
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	url := "urn:invoiced:format:" + name
+	if err := c.AddResource(url, map[string]any{"format": name}); err != nil {
+		panic(err)
+	}
+	s := c.MustCompile(url)
+	return func(v any) error {
+		err := s.Validate(v)
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			return err
+		}
+		// The format's own error, which the caller's kind.Format wraps.
+		for len(ve.Causes) > 0 {
+			ve = ve.Causes[0]
+		}
+		if f, ok := ve.ErrorKind.(*kind.Format); ok {
+			return f.Err
+		}
+		return err
 	}
 }
 
@@ -263,7 +313,8 @@ func validationProblem(err error) error {
 			return
 		}
 		msg := v.ErrorKind.LocalizedString(printer)
-		if f, ok := v.ErrorKind.(*kind.Format); ok && isTextFormat(f.Want) {
+		var tr textRefusal
+		if f, ok := v.ErrorKind.(*kind.Format); ok && errors.As(f.Err, &tr) {
 			// The rule alone: the refused text would repeat what it was
 			// refused for (an override reordering the message).
 			msg = f.Err.Error()
@@ -272,15 +323,6 @@ func validationProblem(err error) error {
 	}
 	walk(ve)
 	return problem.Validation(fields...)
-}
-
-func isTextFormat(name string) bool {
-	for _, f := range textFormats {
-		if f.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 func fieldPath(loc []string) string {

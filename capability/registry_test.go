@@ -102,3 +102,42 @@ func TestInvokeRunsHandlerWithEffectiveInput(t *testing.T) {
 	require.Len(t, *calls, 1)
 	require.JSONEq(t, `{"invoice_id":"0190a5a0-0000-7000-8000-000000000001","limit":20}`, string((*calls)[0].Input))
 }
+
+// The "email" format is the validator's own after text.Address: an
+// address that reorders what is shown or holds an invisible character is
+// refused with the text rule's message alone (the refused address is not
+// repeated), one the validator refuses keeps its message, naming the
+// field either way.
+func TestPrepareEmailFormat(t *testing.T) {
+	t.Parallel()
+	r := capability.NewRegistry()
+	r.MustRegister(capability.Capability{
+		Descriptor: capability.Descriptor{Name: "mail-thing", Description: "Mails a thing.", Risk: capability.RiskRead,
+			InputSchema: json.RawMessage(`{"type": "object", "properties": {"email": {"type": "string", "format": "email"}}}`)},
+		Handler: func(ctx context.Context, call capability.Call) (any, error) { return nil, nil },
+	})
+	for in, want := range map[string]string{
+		"\"\u202eevil\"@example.com": "must not contain bidirectional control characters",
+		"\"a\u200bb\"@example.com":   "must not contain spaces or invisible characters",
+		"\"a\u0007\"@example.com":    "must not contain control characters",
+		"not-an-email":               "is not valid email: missing @",
+	} {
+		raw, err := json.Marshal(map[string]string{"email": in})
+		require.NoError(t, err)
+		_, err = r.Prepare("mail-thing", raw)
+		pe, ok := problem.As(err)
+		require.True(t, ok, "%+q: %v", in, err)
+		require.Len(t, pe.Errors, 1)
+		require.Equal(t, "email", pe.Errors[0].Field)
+		require.Contains(t, pe.Errors[0].Message, want, "%+q", in)
+		if want != "is not valid email: missing @" {
+			require.NotContains(t, pe.Errors[0].Message, "example.com", "the address is not repeated")
+		}
+	}
+	for _, in := range []string{"ada@example.com", `"ada"@example.com`, "o'brien+x@example.co.uk"} {
+		raw, err := json.Marshal(map[string]string{"email": in})
+		require.NoError(t, err)
+		_, err = r.Prepare("mail-thing", raw)
+		require.NoError(t, err, in)
+	}
+}

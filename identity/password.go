@@ -1,7 +1,6 @@
 package identity
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -11,10 +10,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/problem"
-	"github.com/invoiced/invoiced/store"
-	"github.com/jackc/pgx/v5"
 	"golang.org/x/crypto/argon2"
 )
 
@@ -103,56 +99,4 @@ func PasswordValidate(password string) error {
 		return problem.Invalid("password", "must be valid UTF-8")
 	}
 	return nil
-}
-
-// PasswordSet stores a new password for the user named username and ends
-// every web session they have, so a changed password locks out whoever
-// knew the old one. A missing user is 404.
-func PasswordSet(ctx context.Context, db store.Executor, username, password string) error {
-	if err := PasswordValidate(password); err != nil {
-		return err
-	}
-	hash, err := PasswordHash(password)
-	if err != nil {
-		return err
-	}
-	return store.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
-		var id uuid.UUID
-		err := tx.QueryRow(ctx, `
-			UPDATE users SET password_hash = $2, version = version + 1, updated_at = now()
-			WHERE username = $1 RETURNING id`, username, hash).Scan(&id)
-		if err != nil {
-			return store.MapError(err, "user")
-		}
-		_, err = tx.Exec(ctx, `DELETE FROM web_sessions WHERE user_id = $1`, id)
-		return store.MapError(err, "session")
-	})
-}
-
-// CredentialsCheck returns the enabled user whose password matches, or a
-// 401 that says the same whatever was wrong.
-func CredentialsCheck(ctx context.Context, db store.Executor, username, password string) (*User, error) {
-	wrong := problem.Unauthenticated("the username or password is wrong")
-	var hash *string
-	u, err := ScanUser(db.QueryRow(ctx, `SELECT `+UserColumns+`, u.password_hash FROM users u WHERE u.username = $1 AND NOT u.disabled`,
-		username), &hash)
-	if errors.Is(err, pgx.ErrNoRows) {
-		_, _ = PasswordVerify(dummyHash(), password)
-		return nil, wrong
-	}
-	if err != nil {
-		return nil, store.MapError(err, "user")
-	}
-	if hash == nil || len(password) > passwordMaxBytes {
-		_, _ = PasswordVerify(dummyHash(), password)
-		return nil, wrong
-	}
-	ok, err := PasswordVerify(*hash, password)
-	if err != nil {
-		return nil, fmt.Errorf("user %s: stored password hash: %w", username, err)
-	}
-	if !ok {
-		return nil, wrong
-	}
-	return u, nil
 }

@@ -138,8 +138,11 @@ func ToProblem(err error) *problem.Error {
 	return problem.Internal(err)
 }
 
+// unavailable is /readyz's 503, with Retry-After as any 503 of an
+// unavailable database (store.RetryUnavailable).
 func unavailable(err error) error {
 	p := problem.New(http.StatusServiceUnavailable, problem.CodeUnavailable, "not ready: "+err.Error())
+	p.RetryAfter = store.RetryUnavailable
 	p.Err = err
 	return p
 }

@@ -20,7 +20,8 @@ import (
 // no rows → 404 for what, unique violation → 409 CONFLICT, check and
 // not-null violations → 422, invalid text representation (a malformed
 // uuid) → 404 for what because an id that cannot exist does not exist, a
-// database that cannot be reached → 503 UNAVAILABLE (Unavailable). Any
+// database that cannot be reached or accepts no writes → 503 UNAVAILABLE
+// (Unavailable). Any
 // other error is wrapped with %w and returned as is.
 func MapError(err error, what string) error {
 	if err == nil {
@@ -80,21 +81,38 @@ const RetryUnavailable = 5 * time.Second
 // Unavailable is the 503 UNAVAILABLE of a request the database could not
 // serve: the cause goes to the log, never to the client.
 func Unavailable(err error) *problem.Error {
-	p := problem.New(http.StatusServiceUnavailable, problem.CodeUnavailable,
-		"the service cannot reach its database; retry shortly")
+	detail := "the service cannot reach its database; retry shortly"
+	if isReadOnly(err) {
+		detail = "the service's database accepts no changes right now; retry shortly"
+	}
+	p := problem.New(http.StatusServiceUnavailable, problem.CodeUnavailable, detail)
 	p.RetryAfter = RetryUnavailable
 	p.Err = err
 	return p
 }
 
-// IsUnavailable reports whether err means the database cannot be reached,
-// as pgx v5 reports it: a connection attempt that failed (refused, timed
-// out, no socket); the server ending sessions as it shuts down or crashes
-// (57P01, 57P02), starting up (57P03) or out of connection slots (53300),
-// or any connection exception (class 08); a connection closed under a
-// statement (io.ErrUnexpectedEOF, pgconn.ErrConnClosed) or failing on the
-// network. A cancelled context is the caller's end, and so is a deadline
-// outside a connection attempt (inside one, it is the connect timeout).
+// isReadOnly reports whether err is a write the database refused because
+// it accepts none (25006 read_only_sql_transaction): a hot standby, such
+// as one a pooled connection still points at after a failover, or a
+// database set read-only for maintenance.
+func isReadOnly(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "25006"
+}
+
+// IsUnavailable reports whether err means the database cannot serve the
+// request, as pgx v5 reports it: a connection attempt that failed
+// (refused, timed out, no socket); the server ending sessions as it shuts
+// down or crashes (57P01, 57P02), starting up (57P03) or out of
+// connection slots (53300), or any connection exception (class 08); a
+// connection closed under a statement (io.ErrUnexpectedEOF,
+// pgconn.ErrConnClosed) or failing on the network; or a write refused by
+// a database that accepts none (25006: a standby, or read-only mode),
+// which, like the others, passes when a primary is back. A cancelled
+// context is the caller's end, and so is a deadline outside a connection
+// attempt (inside one, it is the connect timeout). Known gap: a write in
+// one of this service's own read-only snapshots (store.ReadSnapshot) is
+// 25006 too, a bug that would answer 503 rather than 500.
 func IsUnavailable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
@@ -109,7 +127,7 @@ func IsUnavailable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
-		case "57P01", "57P02", "57P03", "53300":
+		case "57P01", "57P02", "57P03", "53300", "25006":
 			return true
 		}
 		return strings.HasPrefix(pgErr.Code, "08")

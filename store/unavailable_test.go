@@ -32,6 +32,7 @@ func TestIsUnavailable(t *testing.T) {
 		{&pgconn.PgError{Code: "57P03"}, true},
 		{&pgconn.PgError{Code: "53300"}, true},
 		{&pgconn.PgError{Code: "08006"}, true},
+		{fmt.Errorf("commit: %w", &pgconn.PgError{Code: "25006"}), true}, // read-only: a standby
 		{fmt.Errorf("token: %w", io.ErrUnexpectedEOF), true},
 		{fmt.Errorf("query: %w", pgconn.ErrConnClosed), true},
 		{&net.OpError{Op: "write", Net: "unix", Err: syscall.EPIPE}, true},

@@ -30,6 +30,10 @@ var (
 	// ErrProseControl: a control character other than a tab or line break
 	// in free text.
 	ErrProseControl = errors.New("must not contain control characters other than tabs and line breaks")
+	// ErrInvisible: a space or a character that shows nothing (U+200B
+	// ZERO WIDTH SPACE, U+00AD SOFT HYPHEN, a variation selector) in text
+	// read and used character by character.
+	ErrInvisible = errors.New("must not contain spaces or invisible characters (such as U+200B ZERO WIDTH SPACE)")
 )
 
 // Name checks text shown on one line where a reader relies on it to know
@@ -75,6 +79,52 @@ func Prose(s string) error {
 		}
 	}
 	return nil
+}
+
+// Address checks text a reader compares and a machine uses character by
+// character: an email address. Every character must show something
+// (shows) or be a combining mark on one that does; a bidirectional
+// control, a control character or line break, a space, or a character
+// that shows nothing (a format character such as U+200B ZERO WIDTH SPACE
+// or U+200D ZERO WIDTH JOINER, a private-use or unassigned code point, a
+// variation selector or another that Unicode marks ignorable) is refused
+// anywhere in it: what a reader sees, or copies, would not be what mail
+// is sent to. Empty text passes; whoever needs some says so.
+func Address(s string) error {
+	if !utf8.ValidString(s) {
+		return ErrInvalidUTF8
+	}
+	for _, r := range s {
+		switch {
+		case unicode.Is(unicode.Bidi_Control, r):
+			return ErrBidi
+		case unicode.In(r, unicode.Cc, unicode.Zl, unicode.Zp):
+			return ErrControl
+		case !shows(r) && !marks(r):
+			return ErrInvisible
+		}
+	}
+	return nil
+}
+
+// Shows reports whether something in s shows: a visible letter, digit,
+// punctuation mark or symbol (what Name asks of a name, and a deny
+// reason must hold).
+func Shows(s string) bool {
+	for _, r := range s {
+		if shows(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// marks reports whether r is a combining mark that draws (on the
+// character before it): Unicode's marks but for the variation selectors
+// and the other ignorable ones (U+034F COMBINING GRAPHEME JOINER).
+func marks(r rune) bool {
+	return unicode.Is(unicode.M, r) && !unicode.Is(unicode.Variation_Selector, r) &&
+		!unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r)
 }
 
 // shows reports whether r draws something: a letter, digit, punctuation

@@ -74,3 +74,45 @@ func TestProse(t *testing.T) {
 		require.ErrorIs(t, text.Prose(tc.in), tc.want, "%+q", tc.in)
 	}
 }
+
+func TestAddress(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want error
+	}{
+		{"", nil},
+		{"ada@example.com", nil},
+		{"o'brien+invoices@example.co.uk", nil},
+		{"müller@bücher.example", nil},                    // internationalised (RFC 6531)
+		{"jose\u0301@example.com", nil},                   // a combining accent on its letter
+		{`"ada lovelace"@example.com`, text.ErrInvisible}, // a space, quoted
+		{"ada\u00a0@example.com", text.ErrInvisible},      // no-break space
+		{"ada\u200b@example.com", text.ErrInvisible},      // zero width space (Cf)
+		{"ad\u00ada@example.com", text.ErrInvisible},      // soft hyphen (Cf)
+		{"a\u200dda@example.com", text.ErrInvisible},      // zero width joiner (Cf)
+		{"ada\ufe0f@example.com", text.ErrInvisible},      // variation selector (Mn, ignorable)
+		{"a\u034fda@example.com", text.ErrInvisible},      // combining grapheme joiner (Mn, ignorable)
+		{"ada\u3164@example.com", text.ErrInvisible},      // Hangul filler (Lo, ignorable)
+		{"ada\ue000@example.com", text.ErrInvisible},      // private use
+		{"ada\U000e0041@example.com", text.ErrInvisible},  // tag latin capital A (Cf)
+		{"moc.elpmaxe@ada\u202e", text.ErrBidi},           // right-to-left override
+		{"\"\u2066x\u2069\"@example.com", text.ErrBidi},   // an isolate, quoted
+		{"ada\u200e@example.com", text.ErrBidi},           // left-to-right mark
+		{"ada@example.com\n", text.ErrControl},
+		{"\"a\x07\"@example.com", text.ErrControl},
+		{"ada\xff@example.com", text.ErrInvalidUTF8},
+	} {
+		require.ErrorIs(t, text.Address(tc.in), tc.want, "%+q", tc.in)
+	}
+}
+
+func TestShows(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]bool{
+		"": false, " \n\t": false, "\u200b\u200b": false, "\ufe0f": false, "\u3164": false,
+		"no": true, " .": true, "محمد": true,
+	} {
+		require.Equal(t, want, text.Shows(in), "%+q", in)
+	}
+}

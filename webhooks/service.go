@@ -86,6 +86,15 @@ func requireAdmin(p identity.Principal) error {
 	return nil
 }
 
+// adminLockTx locks the acting admin p until the caller's transaction
+// ends and refuses (403 FORBIDDEN) unless they are still an enabled
+// admin: p's role is what it was when the request was authenticated, and
+// an admin disabled or demoted since must not have the change take effect.
+func adminLockTx(ctx context.Context, tx pgx.Tx, p identity.Principal) error {
+	_, err := identity.UserAdminLockTx(ctx, tx, p.UserID, "manage webhooks")
+	return err
+}
+
 // checkTarget refuses a URL whose host resolves to an address deliveries
 // may not reach (unless AllowPrivate). Deliveries check each connection's
 // address again, since DNS may answer otherwise later.
@@ -157,6 +166,9 @@ func (s *Service) Add(ctx context.Context, p identity.Principal, via capability.
 	}
 	e := &Endpoint{ID: uuid.Must(uuid.NewV7()), URL: u.String(), Events: types, CreatedBy: p.UserID, CreatedAt: s.cfg.now(), secret: secret}
 	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*WithSecret, error) {
+		if err := adminLockTx(ctx, tx, p); err != nil {
+			return nil, err
+		}
 		out, err := endpointInsertTx(ctx, tx, e)
 		if err != nil {
 			return nil, err
@@ -196,6 +208,9 @@ func (s *Service) change(ctx context.Context, p identity.Principal, id uuid.UUID
 		return nil, err
 	}
 	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Endpoint, error) {
+		if err := adminLockTx(ctx, tx, p); err != nil {
+			return nil, err
+		}
 		e, err := endpointLockTx(ctx, tx, id)
 		if err != nil {
 			return nil, err
@@ -276,6 +291,9 @@ func (s *Service) Redeliver(ctx context.Context, p identity.Principal, via capab
 		return nil, err
 	}
 	err := store.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		if err := adminLockTx(ctx, tx, p); err != nil {
+			return err
+		}
 		d, err := DeliveryGet(ctx, tx, id)
 		if err != nil {
 			return err
