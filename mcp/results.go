@@ -68,8 +68,9 @@ func (s *Service) errorResult(err error) *gomcp.CallToolResult {
 }
 
 // approvalResult answers a consequential call the gate refused: the
-// approval's id, status and resource, never an elicitation, since the
-// user of this client must not be the one who approves (ADR-0010).
+// approval's id, status, resource and, while it waits, how many approvals
+// it has and needs; never an elicitation, since the user of this client
+// must not be the one who approves (ADR-0010).
 func approvalResult(pe *problem.Error) *gomcp.CallToolResult {
 	msg := capability.ApprovalGuidance(pe.Code, pe.Detail)
 	if pe.Code == approvals.CodeApprovalRequired {
@@ -82,6 +83,15 @@ func approvalResult(pe *problem.Error) *gomcp.CallToolResult {
 	}
 	if t, ok := pe.Extra["target"]; ok {
 		body["target"] = t
+	}
+	// How far a pending request is, as the REST problem and the step
+	// loop's data-approval part say it (a stricter policy may have asked
+	// for more since it was raised). They stay in the text with the rest:
+	// clients check any structuredContent against the tool's output
+	// schema, error or not (the TypeScript SDK does), and an approval
+	// answer is not an invoice.
+	if n, ok := pe.Extra["required_approvals"]; ok {
+		body["approvals"], body["required_approvals"] = pe.Extra["approvals"], n
 	}
 	return errorBody(body)
 }
