@@ -198,5 +198,7 @@ func count(t *testing.T, h *apptest.Harness, q string) int {
 // e2eNode returns Node.js and e2e/mcp with its pinned packages installed.
 func e2eNode(t *testing.T) (node, dir string) {
 	t.Helper()
-	return nodetest.Install(t, "../e2e/mcp", "@modelcontextprotocol/sdk")
+	// The newest package of the lockfile: a node_modules older than it
+	// is installed again.
+	return nodetest.Install(t, "../e2e/mcp", "mcp-remote/package.json")
 }
