@@ -19,8 +19,9 @@ const sendTimeout = 10 * time.Second
 // subscriptions records which sessions of this process subscribed to
 // which approval URIs, and sends each session its updates from a queue of
 // its own. The SDK keeps who subscribed for its ResourceUpdated; this
-// record is what a resync announces and what the gauge counts, and it
-// loses a session's entries when the session unsubscribes or ends.
+// record is what a resync announces and what Service.Subscriptions
+// counts, and it loses a session's entries when the session unsubscribes
+// or ends.
 //
 // A session's queue is a set of URIs in arrival order: an update for a URI
 // already waiting to be sent to that session is not queued again, since an
@@ -146,8 +147,8 @@ func (s *subscriptions) all() []string {
 
 // SubscriptionStats counts what the endpoint's subscriptions hold.
 type SubscriptionStats struct {
-	// Sessions is how many sessions have a queue (they subscribed, or
-	// were sent an update, and have not ended).
+	// Sessions is how many sessions subscribed to something and have not
+	// ended; each has a queue and a goroutine that sends from it.
 	Sessions int
 	// URIs is how many distinct URIs some session subscribed to.
 	URIs int
