@@ -214,6 +214,9 @@ func (a *App) Approvals() *approvals.Service { return a.approvalSvc }
 // Accounts administers users and tokens (the CLI and tests use it).
 func (a *App) Accounts() *accounts.Service { return a.accounts }
 
+// MCP is the /mcp endpoint (tests read its subscription counts).
+func (a *App) MCP() *mcp.Service { return a.mcp }
+
 // Collectors are the metrics of the app's own, for serve's registry.
 func (a *App) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{a.notify.Skipped()}

@@ -31,6 +31,15 @@ func (s *Service) callBound(ctx context.Context, req *gomcp.CallToolRequest, c c
 		Principal:  c.UserID,
 	}
 	run := func(ctx context.Context) (any, error) { return s.invoke(ctx, call) }
+	// The SDK runs handlers under the session's context, not this POST's,
+	// and ends them only when the client sends notifications/cancelled. A
+	// client whose stream broke without one (a dropped connection, a
+	// killed process) is gone as well: the question must end with its
+	// request, or it would wait out the confirmation's 10 minutes and an
+	// answer arriving meanwhile would still run the call.
+	ctx, cancelAsk := context.WithCancel(ctx)
+	defer cancelAsk()
+	defer context.AfterFunc(c.reqCtx, cancelAsk)()
 	if !elicits(req.Session) {
 		out, err := s.twoPhase.Call(ctx, r, run)
 		if err != nil {
@@ -45,12 +54,16 @@ func (s *Service) callBound(ctx context.Context, req *gomcp.CallToolRequest, c c
 	if out.Pause == nil {
 		return s.errorResult(errors.New("mcp: wait mode minted no confirmation"))
 	}
-	ev, res := s.ask(ctx, req.Session, call, out.Pause)
+	ev, res, gone := s.ask(ctx, req.Session, call, out.Pause)
 	if res != nil {
 		return res
 	}
-	if err := c.recheck(s.cfg.Heartbeat); err != nil {
-		return s.errorResult(err)
+	// A confirmation spent because the client left acts for no one, so
+	// no credential needs checking (it may be the request that ended).
+	if !gone {
+		if err := c.recheck(s.cfg.Heartbeat); err != nil {
+			return s.errorResult(err)
+		}
 	}
 	runCtx, cancel := s.runCtx(ctx)
 	defer cancel()
@@ -92,9 +105,11 @@ func noElicitation(res *confirm.TypedResult) *confirm.TypedResult {
 
 // ask shows the user the confirmation form and returns the evidence their
 // answer makes, or the result to give when there is no answer to present:
-// the confirmation expired first, or the call was cancelled or the server
-// is shutting down (nothing was consumed or run; the row expires).
-func (s *Service) ask(ctx context.Context, ss *gomcp.ServerSession, call capability.Call, conf *confirm.Confirmation) (*confirm.Evidence, *gomcp.CallToolResult) {
+// the confirmation expired first, or the server is shutting down (nothing
+// was consumed or run; the row expires). gone says the client went away
+// (its request ended or it cancelled the call) before an answer came:
+// nobody said yes, so the evidence spends the confirmation as declined.
+func (s *Service) ask(ctx context.Context, ss *gomcp.ServerSession, call capability.Call, conf *confirm.Confirmation) (ev *confirm.Evidence, res *gomcp.CallToolResult, gone bool) {
 	ectx, cancel := context.WithDeadline(ctx, conf.ExpiresAt)
 	defer cancel()
 	stop := context.AfterFunc(s.stopping, cancel)
@@ -102,17 +117,23 @@ func (s *Service) ask(ctx context.Context, ss *gomcp.ServerSession, call capabil
 	ans, err := ss.Elicit(ectx, &gomcp.ElicitParams{Mode: "form", Message: s.formMessage(call), RequestedSchema: confirmSchema(call.Name)})
 	switch {
 	case err == nil:
-		return evidence(conf.ID, ans), nil
-	case ctx.Err() != nil || s.stopping.Err() != nil:
-		return nil, s.errorResult(context.Canceled)
+		return evidence(conf.ID, ans), nil, false
+	case s.stopping.Err() != nil:
+		return nil, s.errorResult(context.Canceled), false
+	case ctx.Err() != nil:
+		return &confirm.Evidence{ConfirmationID: conf.ID, Reason: ReasonClientGone}, nil, true
 	case errors.Is(ectx.Err(), context.DeadlineExceeded):
-		return nil, typedResult(confirm.Invalid(confirm.ReasonExpired, conf.ID))
+		return nil, typedResult(confirm.Invalid(confirm.ReasonExpired, conf.ID)), false
 	}
 	// The client answered with an error or a form that does not fit the
 	// schema: nobody said yes, so the confirmation is spent as declined.
 	s.cfg.Log.Warn("mcp: elicitation failed", "capability", call.Name, "err", err)
-	return &confirm.Evidence{ConfirmationID: conf.ID, Reason: "the client could not ask the user"}, nil
+	return &confirm.Evidence{ConfirmationID: conf.ID, Reason: "the client could not ask the user"}, nil, false
 }
+
+// ReasonClientGone is the decision reason of a confirmation spent because
+// the client went away before its user answered.
+const ReasonClientGone = "the client went away before the user answered"
 
 // evidence is the user's answer as the controller takes it: only an
 // accepted form whose confirm is true approves.

@@ -58,7 +58,10 @@ type toolError struct {
 	ApprovalID     string `json:"approval_id"`
 	Status         string
 	Resource       string
-	Errors         []struct{ Field, Message string }
+	// Approvals and RequiredApprovals are nil when the body has none.
+	Approvals         *int `json:"approvals"`
+	RequiredApprovals *int `json:"required_approvals"`
+	Errors            []struct{ Field, Message string }
 }
 
 // TestE2EWithTheTypeScriptSDK drives /mcp with the official TypeScript
@@ -155,6 +158,8 @@ func checkApproval(t *testing.T, h *apptest.Harness, out e2eOut, draftID string)
 	require.Equal(t, "pending", out.Required.Status)
 	uri := "invoiced://approvals/" + out.Required.ApprovalID
 	require.Equal(t, uri, out.Required.Resource)
+	require.Equal(t, ptr(0), out.Required.Approvals, "as the REST problem says how far the request is")
+	require.Equal(t, ptr(1), out.Required.RequiredApprovals)
 	require.Equal(t, "pending", out.PendingStatus)
 	require.Contains(t, out.UpdatesA, uri)
 	require.Contains(t, out.UpdatesB, uri)
@@ -178,6 +183,8 @@ func checkResources(t *testing.T, out e2eOut, draftID, customerID string) {
 	require.Contains(t, out.PromptText, "2026-12-01")
 }
 
+func ptr[T any](v T) *T { return &v }
+
 // trimmed keeps what a table compares: code and reason.
 func trimmed(e toolError) toolError { return toolError{Code: e.Code, Reason: e.Reason} }
 
@@ -191,5 +198,7 @@ func count(t *testing.T, h *apptest.Harness, q string) int {
 // e2eNode returns Node.js and e2e/mcp with its pinned packages installed.
 func e2eNode(t *testing.T) (node, dir string) {
 	t.Helper()
-	return nodetest.Install(t, "../e2e/mcp", "@modelcontextprotocol/sdk")
+	// The newest package of the lockfile: a node_modules older than it
+	// is installed again.
+	return nodetest.Install(t, "../e2e/mcp", "mcp-remote/package.json")
 }

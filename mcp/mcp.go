@@ -97,7 +97,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Heartbeat == 0 {
 		cfg.Heartbeat = DefaultHeartbeat
 	}
-	s := &Service{cfg: cfg, risks: map[string]capability.Risk{}, subs: newSubscriptions()}
+	s := &Service{cfg: cfg, risks: map[string]capability.Risk{}}
+	s.stopping, s.stop = context.WithCancel(context.Background())
+	s.subs = newSubscriptions(s.stopping)
 	var err error
 	if s.wait, err = confirm.NewController(confirm.Config{Registry: cfg.Confirmations, Mode: confirm.ModeWait, TTL: cfg.ConfirmTTL}); err != nil {
 		return nil, err
@@ -105,7 +107,6 @@ func New(cfg Config) (*Service, error) {
 	if s.twoPhase, err = confirm.NewController(confirm.Config{Registry: cfg.Confirmations, Mode: confirm.ModeTwoPhase, TTL: cfg.ConfirmTTL}); err != nil {
 		return nil, err
 	}
-	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.writers = s.newServer(true)
 	s.readers = s.newServer(false)
 	s.handler = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(
@@ -144,6 +145,7 @@ func (s *Service) newServer(tools bool) *gomcp.Server {
 		SupportedProtocolVersions: handshakeVersions,
 	})
 	srv.AddReceivingMiddleware(s.recoverer)
+	srv.AddSendingMiddleware(s.queueUpdates)
 	if tools {
 		s.addTools(srv)
 	}

@@ -82,7 +82,7 @@ func (s *rawSession) request(method string, params any) *sseStream {
 	resp := s.post(s.id, map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	require.Equal(s.t, http.StatusOK, resp.StatusCode)
 	s.t.Cleanup(func() { resp.Body.Close() })
-	return &sseStream{t: s.t, r: bufio.NewReader(resp.Body)}
+	return &sseStream{t: s.t, r: bufio.NewReader(resp.Body), body: resp.Body}
 }
 
 // answer posts a JSON-RPC response to a server request, on session id.
@@ -100,9 +100,14 @@ func (s *rawSession) call(name string, args any) toolResult {
 }
 
 type sseStream struct {
-	t *testing.T
-	r *bufio.Reader
+	t    *testing.T
+	r    *bufio.Reader
+	body io.Closer
 }
+
+// drop closes the stream's connection unread, as a client that crashed
+// or lost its network does: no notifications/cancelled is sent.
+func (st *sseStream) drop() { st.body.Close() }
 
 // next returns the next message of the stream.
 func (st *sseStream) next() message {

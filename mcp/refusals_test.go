@@ -14,6 +14,7 @@ import (
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/mcp"
 	"github.com/invoiced/invoiced/server"
 	"github.com/stretchr/testify/require"
 )
@@ -127,6 +128,42 @@ func TestElicitationAnswersOnlyFromItsSession(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	require.Equal(t, before, b.written(t))
 	require.Equal(t, 1, count(t, b.h, `SELECT count(*) FROM confirmations WHERE decision = 'denied' AND used_at IS NOT NULL`))
+}
+
+// A client whose tools/call stream breaks while its user is being asked
+// (a dropped connection: no notifications/cancelled) leaves nothing to
+// confirm: the question ends with the request, its confirmation is spent
+// as declined, and an acceptance sent afterwards runs nothing.
+func TestDroppedCallStreamEndsItsQuestion(t *testing.T) {
+	t.Parallel()
+	b := setup(t, app.Config{})
+	a := openSession(t, b.h.URL, b.clerk, true)
+	before := b.written(t)
+
+	st := a.request("tools/call", map[string]any{"name": "create-customer", "arguments": map[string]any{"name": "Gone Ltd", "currency": "EUR"}})
+	ask := st.next()
+	require.Equal(t, "elicitation/create", ask.Method)
+	st.drop()
+	spent := func() bool {
+		var n int
+		err := b.h.Pool.QueryRow(context.Background(), `SELECT count(*) FROM confirmations
+			WHERE capability = 'create-customer' AND decision = 'denied' AND used_at IS NOT NULL AND decision_reason = $1`, mcp.ReasonClientGone).Scan(&n)
+		return err == nil && n == 1
+	}
+	require.Eventually(t, spent, 10*time.Second, 20*time.Millisecond, "the confirmation was not spent when its client went away")
+
+	require.Equal(t, http.StatusAccepted, a.answer(a.id, ask.ID, map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}))
+	require.Equal(t, before, b.written(t))
+	require.Zero(t, count(t, b.h, `SELECT count(*) FROM customers WHERE name = 'Gone Ltd'`))
+	require.Equal(t, 1, count(t, b.h, `SELECT count(*) FROM confirmations`), "one question, spent once")
+	// The session outlives the call: it is asked again, and its user's
+	// yes now runs the call once.
+	st = a.request("tools/call", map[string]any{"name": "create-customer", "arguments": map[string]any{"name": "Gone Ltd", "currency": "EUR"}})
+	ask = st.next()
+	require.Equal(t, "elicitation/create", ask.Method)
+	require.Equal(t, http.StatusAccepted, a.answer(a.id, ask.ID, map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}))
+	require.False(t, st.result().IsError)
+	require.Equal(t, 1, count(t, b.h, `SELECT count(*) FROM customers WHERE name = 'Gone Ltd'`))
 }
 
 // The client's multi-round-trip fields on tools/call are not answers: a

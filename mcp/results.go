@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/problem"
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -66,22 +67,15 @@ func (s *Service) errorResult(err error) *gomcp.CallToolResult {
 	return errorBody(body)
 }
 
-// approvalGuidance tells the model what to do with each approval answer;
-// over MCP the approval is also a resource the client can watch.
-var approvalGuidance = map[string]string{
-	"APPROVAL_REQUIRED": "This needs an approver's decision in the back office and was not done yet. Tell the user it is waiting for approval; subscribe to or read the resource to learn the decision, and once it is approved call the tool again with the same input.",
-	"APPROVAL_DENIED":   "An approver denied this, so it was not done. Tell the user; do not retry unless they ask for a changed request.",
-	"APPROVAL_EXPIRED":  "The approval expired before it was used, so nothing was done. Calling the tool again with the same input requests a new approval.",
-	"APPROVAL_STALE":    "The target changed after approval was requested, so nothing was done. Calling the tool again requests approval of the current version.",
-}
-
 // approvalResult answers a consequential call the gate refused: the
-// approval's id, status and resource, never an elicitation, since the
-// user of this client must not be the one who approves (ADR-0010).
+// approval's id, status, resource and, while it waits, how many approvals
+// it has and needs; never an elicitation, since the user of this client
+// must not be the one who approves (ADR-0010).
 func approvalResult(pe *problem.Error) *gomcp.CallToolResult {
-	msg := approvalGuidance[pe.Code]
-	if msg == "" {
-		msg = pe.Detail
+	msg := capability.ApprovalGuidance(pe.Code, pe.Detail)
+	if pe.Code == approvals.CodeApprovalRequired {
+		// Over MCP the request is also a resource the client can watch.
+		msg += " Subscribe to its resource, or read it again later, to learn the decision."
 	}
 	body := map[string]any{"code": pe.Code, "message": msg, "approval_id": pe.Extra["approval_id"], "status": pe.Extra["approval_status"]}
 	if id, ok := pe.Extra["approval_id"].(string); ok {
@@ -89,6 +83,15 @@ func approvalResult(pe *problem.Error) *gomcp.CallToolResult {
 	}
 	if t, ok := pe.Extra["target"]; ok {
 		body["target"] = t
+	}
+	// How far a pending request is, as the REST problem and the step
+	// loop's data-approval part say it (a stricter policy may have asked
+	// for more since it was raised). They stay in the text with the rest:
+	// clients check any structuredContent against the tool's output
+	// schema, error or not (the TypeScript SDK does), and an approval
+	// answer is not an invoice.
+	if n, ok := pe.Extra["required_approvals"]; ok {
+		body["approvals"], body["required_approvals"] = pe.Extra["approvals"], n
 	}
 	return errorBody(body)
 }

@@ -147,7 +147,7 @@ func TestChatContextBudgetLeavesTheOldestTurnsOut(t *testing.T) {
 func TestChatUsageIsSentStoredAndCounted(t *testing.T) {
 	t.Parallel()
 	fm := newFakeModel(t)
-	prov, err := model.NewOpenAI(model.OpenAIConfig{BaseURL: fm.srv.URL + "/v1", APIKey: "k", Model: "usage-model", MaxRetries: -1})
+	prov, err := model.NewOpenAI(model.OpenAIConfig{BaseURL: fm.URL + "/v1", APIKey: "k", Model: "usage-model", MaxRetries: -1})
 	require.NoError(t, err)
 	b := setupWithConfig(t, steploop.Config{Model: prov})
 	res := b.chat(t, b.Token, body("usage", userMsg("u1", "hello")))

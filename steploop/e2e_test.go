@@ -136,7 +136,7 @@ func setupE2EApp(t *testing.T) (*apptest.Harness, uuid.UUID, *fakeModel) {
 		{ToolCalls: []model.ScriptToolCall{{Name: "issue-invoice", Input: json.RawMessage(`{"invoice_id":"` + draft.ID.String() + `"}`)}}},
 		{Text: "Issue handled."},
 	}}}, Default: []model.ScriptStep{{Text: "Hello there."}}})
-	p, err := model.NewOpenAI(model.OpenAIConfig{BaseURL: fm.srv.URL + "/v1", APIKey: "test-key", Model: "fake-model", MaxRetries: -1})
+	p, err := model.NewOpenAI(model.OpenAIConfig{BaseURL: fm.URL + "/v1", APIKey: "test-key", Model: "fake-model", MaxRetries: -1})
 	require.NoError(t, err)
 	prov.mu.Lock()
 	prov.p = p

@@ -232,7 +232,7 @@ func setup(t *testing.T) *bundle {
 	)
 	ctl, err := confirm.NewController(confirm.Config{Registry: confirm.NewPostgres(pool), Mode: confirm.AgentToolset.Confirmations})
 	require.NoError(t, err)
-	prov, err := model.NewOpenAI(model.OpenAIConfig{BaseURL: fm.srv.URL + "/v1", APIKey: "test-key", Model: "fake-model", MaxRetries: -1})
+	prov, err := model.NewOpenAI(model.OpenAIConfig{BaseURL: fm.URL + "/v1", APIKey: "test-key", Model: "fake-model", MaxRetries: -1})
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := startService(t, steploop.Config{
@@ -387,8 +387,6 @@ func problemCode(t *testing.T, raw []byte) string {
 	code, _ := p["code"].(string)
 	return code
 }
-
-func timeAfter() <-chan time.Time { return time.After(5 * time.Millisecond) }
 
 // mustString is the JSON text of raw's string member key, quoted.
 func mustString(t *testing.T, raw []byte, key string) string {

@@ -106,9 +106,7 @@ func TestChatToolErrorsAreTypedAndSafe(t *testing.T) {
 func TestChatModelErrorIsAnErrorChunk(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.Model.mu.Lock()
-	b.Model.fail = true
-	b.Model.mu.Unlock()
+	b.Model.fail.Store(true)
 	res := b.chat(t, b.Token, body("conv-fail", userMsg("u1", "hello")))
 	require.Equal(t, http.StatusOK, res.Status)
 	types := chunkTypes(res.Chunks)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/invoiced/invoiced/internal/fakeopenai"
+
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
@@ -18,7 +20,7 @@ import (
 // recordedOpenAI is what fakeOpenAI's server received.
 type recordedOpenAI struct {
 	mu   sync.Mutex
-	reqs []openAIRequest
+	reqs []fakeopenai.Request
 	raw  []string
 }
 
@@ -28,7 +30,7 @@ type recordedOpenAI struct {
 func fakeOpenAI(t *testing.T, answers ...[]string) (*recordedOpenAI, string) {
 	z := &recordedOpenAI{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req openAIRequest
+		var req fakeopenai.Request
 		var raw json.RawMessage
 		_ = json.NewDecoder(r.Body).Decode(&raw)
 		_ = json.Unmarshal(raw, &req)

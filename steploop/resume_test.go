@@ -141,9 +141,7 @@ func TestRunLogsRebuildTheStoredAnswer(t *testing.T) {
 		require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 		b.requireReplayIsStored(t, id)
 	}
-	b.Model.mu.Lock()
-	b.Model.fail = true
-	b.Model.mu.Unlock()
+	b.Model.fail.Store(true)
 	res := b.chat(t, b.Token, body("log-fail", userMsg("u1", "hello")))
 	require.Equal(t, http.StatusOK, res.Status)
 	b.requireReplayIsStored(t, "log-fail")

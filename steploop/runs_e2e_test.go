@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/fakeopenai"
+
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/internal/e2etest"
@@ -117,7 +119,7 @@ func setupRuns(t *testing.T) *runsBundle {
 	b := &runsBundle{Pool: pool, Model: newFakeModelWith(t, runsScript), Limits: runsLimits}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, url := range []*string{&b.A, &b.B} {
-		svc, h, err := runsServer(pool, b.Model.srv.URL+"/v1", runsLimits, log)
+		svc, h, err := runsServer(pool, b.Model.URL+"/v1", runsLimits, log)
 		require.NoError(t, err)
 		t.Cleanup(svc.Close)
 		srv := httptest.NewServer(h)
@@ -171,7 +173,7 @@ func runReplica() int {
 func startReplica(t *testing.T, b *runsBundle) (string, int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), replicaEnv+"="+b.Pool.Config().ConnString(), replicaModelEnv+"="+b.Model.srv.URL+"/v1")
+	cmd.Env = append(os.Environ(), replicaEnv+"="+b.Pool.Config().ConnString(), replicaModelEnv+"="+b.Model.URL+"/v1")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -239,7 +241,7 @@ func (b *runsBundle) requireNoReasoningSentBack(t *testing.T) {
 // turns within the budget, whole turns only, beginning with the user.
 func (b *runsBundle) requireBoundedContext(t *testing.T, lastText string) {
 	t.Helper()
-	var last *openAIRequest
+	var last *fakeopenai.Request
 	for _, r := range b.Model.Requests() {
 		if n := len(r.Messages); n > 0 && r.Messages[n-1].Content == lastText {
 			last = &r

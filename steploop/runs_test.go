@@ -74,7 +74,7 @@ func TestSweepReapsTheRunOfADeadReplica(t *testing.T) {
 	limits := steploop.Limits{LeaseTTL: steploop.MinLeaseTTL}
 	dying, err := pgxpool.New(context.Background(), b.Pool.Config().ConnString())
 	require.NoError(t, err)
-	prov, err := model.NewOpenAI(model.OpenAIConfig{BaseURL: b.Model.srv.URL + "/v1", APIKey: "k", Model: "fake-model", MaxRetries: -1})
+	prov, err := model.NewOpenAI(model.OpenAIConfig{BaseURL: b.Model.URL + "/v1", APIKey: "k", Model: "fake-model", MaxRetries: -1})
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a, err := steploop.New(steploop.Config{DB: dying, Model: prov, Tools: capability.NewRegistry(), Log: log, Limits: limits})

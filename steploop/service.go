@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/capability"
-	"github.com/invoiced/invoiced/confirm"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
@@ -71,7 +70,8 @@ type Config struct {
 	// Frontend are the tools the browser runs (at least ShowInvoice).
 	Frontend []FrontendTool
 	// Confirm is the confirm controller for bound capabilities; required
-	// when Tools has any.
+	// when Tools has any. Its mode is the toolset's declared one,
+	// confirm.AgentToolset (remote, wait: ADR-0005).
 	Confirm Confirmer
 	// System is the system prompt; empty uses DefaultSystemPrompt.
 	System string
@@ -110,7 +110,6 @@ const DefaultCredentialMaxAge = 15 * time.Second
 // Service is the step loop: POST /v1/chat and GET /v1/conversations/{id}.
 type Service struct {
 	cfg        Config
-	toolset    confirm.Toolset
 	frontend   *capability.Registry
 	risks      map[string]capability.Risk
 	modelTools []model.Tool
@@ -164,9 +163,6 @@ func New(cfg Config) (*Service, error) {
 		cfg:      cfg,
 		stopping: stopping,
 		stop:     stop,
-		// The toolset runs remote with confirmations in wait mode, stated
-		// explicitly: ADR-0005 (docs/adr/0005-confirmation-mode.md).
-		toolset:  confirm.AgentToolset,
 		frontend: fr,
 		risks:    map[string]capability.Risk{},
 	}
@@ -186,10 +182,6 @@ func New(cfg Config) (*Service, error) {
 	}
 	return s, nil
 }
-
-// Toolset is how the tools offered to the model run: remote topology,
-// confirmations in wait mode (ADR-0005).
-func (s *Service) Toolset() confirm.Toolset { return s.toolset }
 
 func (s *Service) isFrontend(name string) bool {
 	_, ok := s.frontend.Lookup(name)

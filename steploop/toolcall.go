@@ -282,19 +282,9 @@ func (t *turn) toolResult(p *Part, call capability.Call, v any, err error) {
 	t.toolError(p, err)
 }
 
-var approvalGuidance = map[string]string{
-	"APPROVAL_REQUIRED": "This needs an approver's decision in the back office and was not done yet. Tell the user it is waiting for approval; once it is approved, call the tool again with the same input.",
-	"APPROVAL_DENIED":   "An approver denied this, so it was not done. Tell the user; do not retry unless they ask for a changed request.",
-	"APPROVAL_EXPIRED":  "The approval expired before it was used, so nothing was done. Calling the tool again with the same input requests a new approval.",
-	"APPROVAL_STALE":    "The target changed after approval was requested, so nothing was done. Calling the tool again requests approval of the current version.",
-}
-
 func (t *turn) approvalResult(p *Part, call capability.Call, pe *problem.Error) {
 	approvalID, status := pe.Extra["approval_id"], pe.Extra["approval_status"]
-	msg := approvalGuidance[pe.Code]
-	if msg == "" {
-		msg = pe.Detail
-	}
+	msg := capability.ApprovalGuidance(pe.Code, pe.Detail)
 	t.outputAvailable(p, map[string]any{"error": map[string]any{
 		"code": pe.Code, "approval_id": approvalID, "status": status, "message": msg,
 	}})

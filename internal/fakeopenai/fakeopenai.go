@@ -95,6 +95,13 @@ type Reply struct {
 	ToolCalls []ToolCall
 	ArgChunk  int
 	ArgDelay  time.Duration
+	// OnCancel is called when the client goes away during a delay,
+	// before the reply's end.
+	OnCancel func()
+	// Error, when set, refuses the request instead: 400 with an OpenAI
+	// error body whose message is Error, as an endpoint answers a request
+	// it cannot serve.
+	Error string
 }
 
 // ToolCall is a call the model makes; Arguments is its JSON text.
@@ -160,6 +167,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
 	reply := s.answer(req)
+	if reply.Error != "" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": reply.Error, "type": "invalid_request_error"}})
+		return
+	}
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
@@ -173,6 +186,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if !sleep(r, reply.WordDelay) {
+			cancelled(reply)
 			return
 		}
 		st.delta(map[string]any{"content": word}, nil)
@@ -183,6 +197,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			"function": map[string]any{"name": tc.Name, "arguments": frags[0]}}}}, nil)
 		for _, f := range frags[1:] {
 			if !sleep(r, reply.ArgDelay) {
+				cancelled(reply)
 				return
 			}
 			st.delta(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": f}}}}, nil)
@@ -194,10 +209,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	st.delta(map[string]any{}, reason)
 	if req.StreamOptions.IncludeUsage {
-		// 10 input tokens per message and 5 output tokens: enough for a
-		// page to show a figure.
+		// 10 input tokens per message, 5 output tokens, 1 of the input
+		// cached and 2 of the output reasoning: every figure a page or a
+		// metric shows is there, each distinct.
 		st.send(map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": req.Model, "choices": []any{},
-			"usage": map[string]any{"prompt_tokens": 10 * len(req.Messages), "completion_tokens": 5, "total_tokens": 10*len(req.Messages) + 5}})
+			"usage": map[string]any{"prompt_tokens": 10 * len(req.Messages), "completion_tokens": 5, "total_tokens": 10*len(req.Messages) + 5,
+				"completion_tokens_details": map[string]any{"reasoning_tokens": 2}, "prompt_tokens_details": map[string]any{"cached_tokens": 1}}})
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	st.fl.Flush()
@@ -215,6 +232,12 @@ func fragments(arguments string, size int) []string {
 		arguments = arguments[size:]
 	}
 	return append(out, arguments)
+}
+
+func cancelled(reply Reply) {
+	if reply.OnCancel != nil {
+		reply.OnCancel()
+	}
 }
 
 // sleep waits d, or less when the client goes away (false then).
