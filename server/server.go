@@ -94,6 +94,11 @@ func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogStatus: true, LogURIPath: true, LogMethod: true, LogLatency: true, LogRequestID: true,
 		LogRemoteIP: true, LogResponseSize: true,
+		// The error handler writes the problem before the line is logged,
+		// so the line holds the status and size sent; left to Echo's outer
+		// call, a returned problem would log the 200 the response still
+		// held then.
+		HandleError: true,
 		// Only the path is logged: query strings may carry cursors and
 		// nothing that authenticates ever travels in a URL.
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
