@@ -177,14 +177,14 @@ func (p Patch) apply(f identity.UserFields) identity.UserFields {
 	return f
 }
 
-// Update applies p to user id, at version ifMatch unless it is 0 (412
+// Update applies p to user id, at a version ifMatch names, if any (412
 // VERSION_MISMATCH otherwise), and returns the user. A change that would
 // leave no enabled admin is 409 LAST_ADMIN with nothing written. A user
 // who loses the authority to decide approvals (disabled, or no longer an
 // approver or admin) loses their decisions on open requests in the same
 // transaction; Updated.Voided names the requests that lost an approval.
 // A change that changes nothing writes nothing.
-func (s *Service) Update(ctx context.Context, by Actor, id uuid.UUID, ifMatch int64, p Patch) (*Updated, error) {
+func (s *Service) Update(ctx context.Context, by Actor, id uuid.UUID, ifMatch capability.IfMatch, p Patch) (*Updated, error) {
 	p, err := p.check()
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,6 +128,14 @@ func TestEveryOperationListsItsAnswers(t *testing.T) {
 					}
 				}
 			}
+			if takesIfMatch(op) {
+				if !answersCode(op, http.StatusBadRequest, "IF_MATCH_INVALID") {
+					bad = append(bad, what+": takes If-Match but its 400 lists no IF_MATCH_INVALID")
+				}
+				if !answersCode(op, http.StatusPreconditionFailed, "VERSION_MISMATCH") {
+					bad = append(bad, what+": takes If-Match but its 412 lists no VERSION_MISMATCH")
+				}
+			}
 		}
 	}
 	require.Empty(t, bad)
@@ -163,4 +172,35 @@ func TestRedoclyLint(t *testing.T) {
 	out, err = lint(broken)
 	require.Error(t, err, "a document without an operationId passed:\n%s", out)
 	require.Contains(t, out, "operation-operationId")
+}
+
+func takesIfMatch(op *openapi3.Operation) bool {
+	for _, p := range op.Parameters {
+		if p.Value != nil && p.Value.In == openapi3.ParameterInHeader && p.Value.Name == "If-Match" {
+			return true
+		}
+	}
+	return false
+}
+
+// answersCode says whether op's response for status is a problem whose
+// code may be code.
+func answersCode(op *openapi3.Operation, status int, code string) bool {
+	r := op.Responses.Status(status)
+	if r == nil || r.Value == nil {
+		return false
+	}
+	mt := r.Value.Content.Get("application/problem+json")
+	if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
+		return false
+	}
+	for _, s := range append([]*openapi3.SchemaRef{mt.Schema}, mt.Schema.Value.AllOf...) {
+		if s.Value == nil {
+			continue
+		}
+		if c := s.Value.Properties["code"]; c != nil && c.Value != nil && slices.Contains(c.Value.Enum, any(code)) {
+			return true
+		}
+	}
+	return false
 }

@@ -130,7 +130,7 @@ func cmdApprovalsDecide(ctx context.Context, e env, decision string, args []stri
 	if err != nil {
 		return err
 	}
-	a, err := svc.Decide(ctx, u.Principal(), capability.PathCLI, id, 0, decision, *reason)
+	a, err := svc.Decide(ctx, u.Principal(), capability.PathCLI, id, capability.IfMatch{}, decision, *reason)
 	if err != nil {
 		return err
 	}

@@ -172,7 +172,7 @@ func cmdPolicySet(ctx context.Context, e env, args []string, stdout, stderr io.W
 		}
 	})
 	return policyChange(ctx, e, *as, stdout, func(svc *approvals.Service, p identity.Principal) (*approvals.RuleSet, error) {
-		return svc.PolicySet(ctx, p, capability.PathCLI, in, 0)
+		return svc.PolicySet(ctx, p, capability.PathCLI, in, capability.IfMatch{})
 	})
 }
 
@@ -186,6 +186,6 @@ func cmdPolicyDelete(ctx context.Context, e env, args []string, stdout, stderr i
 		return err
 	}
 	return policyChange(ctx, e, *as, stdout, func(svc *approvals.Service, p identity.Principal) (*approvals.RuleSet, error) {
-		return svc.PolicyDelete(ctx, p, capability.PathCLI, id, 0)
+		return svc.PolicyDelete(ctx, p, capability.PathCLI, id, capability.IfMatch{})
 	})
 }

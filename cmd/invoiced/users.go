@@ -215,7 +215,7 @@ func cmdUsersChange(ctx context.Context, e env, verb string, args []string, stdo
 		if err != nil {
 			return err
 		}
-		up, err := svc.Update(ctx, opsActor(e), u.ID, 0, p)
+		up, err := svc.Update(ctx, opsActor(e), u.ID, capability.IfMatch{}, p)
 		if err != nil {
 			return err
 		}

@@ -205,13 +205,13 @@ func cmdWebhooksAct(ctx context.Context, e env, action string, args []string, st
 	defer pool.Close()
 	switch action {
 	case "disable", "enable":
-		ep, err := svc.SetEnabled(ctx, p, capability.PathCLI, id, 0, action == "enable")
+		ep, err := svc.SetEnabled(ctx, p, capability.PathCLI, id, capability.IfMatch{}, action == "enable")
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "webhook endpoint %s is %sd\n", ep.ID, action)
 	case "rotate-secret":
-		ep, err := svc.RotateSecret(ctx, p, capability.PathCLI, id, 0)
+		ep, err := svc.RotateSecret(ctx, p, capability.PathCLI, id, capability.IfMatch{})
 		if err != nil {
 			return err
 		}
