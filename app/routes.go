@@ -15,7 +15,9 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Routes mounts every route of the service: the one route table.
+// Routes mounts every route of the service: the one route table, an area
+// to a function below, in the order Routes calls them. Every route must be
+// in openapi/openapi.yaml (tested).
 func (a *App) Routes(e *echo.Echo) {
 	// Authentication is a global middleware limited to /v1 rather than
 	// group middleware: Echo answers 404 instead of 405 for a known path
@@ -23,15 +25,24 @@ func (a *App) Routes(e *echo.Echo) {
 	e.Use(onlyUnder("/v1/", identity.Authenticate(a.pool, a.web.SessionLookup)))
 	// After authentication: keys are scoped per principal.
 	e.Use(onlyUnder("/v1/", idempotency.Middleware(a.pool)))
-	v1 := e.Group("/v1")
 
-	// Every route registered here must be in openapi/openapi.yaml (tested).
 	e.GET("/openapi.json", openapi.Handler)
+	v1 := e.Group("/v1")
+	a.userRoutes(v1)
+	a.invoiceRoutes(v1)
+	a.approvalRoutes(e, v1)
+	a.webhookRoutes(v1)
+	a.mcpRoutes(e)
+	a.chatRoutes(e, v1)
+	a.inboxRoutes(e)
+}
 
+// userRoutes mounts who is calling, and user administration: admins only
+// (DESIGN.md §7).
+func (a *App) userRoutes(v1 *echo.Group) {
 	me := &identity.Handler{DB: a.pool}
 	v1.GET("/me", me.Me)
 
-	// User administration: admins only (DESIGN.md §7).
 	admins := identity.RequireRole(identity.RoleAdmin)
 	us := &accounts.Handler{Svc: a.accounts}
 	v1.GET("/users", us.List, admins)
@@ -39,7 +50,11 @@ func (a *App) Routes(e *echo.Echo) {
 	v1.PATCH("/users/:id", us.Update, admins)
 	v1.GET("/users/:id/tokens", us.Tokens, admins)
 	v1.POST("/tokens/:id/revoke", us.TokenRevoke, admins)
+}
 
+// invoiceRoutes mounts the capabilities by name and the invoicing
+// resources, which run the same capabilities.
+func (a *App) invoiceRoutes(v1 *echo.Group) {
 	caps := &caphttp.Handler{Registry: a.caps}
 	v1.GET("/capabilities", caps.List)
 	v1.POST("/capabilities/:name/invoke", caps.Invoke)
@@ -66,7 +81,11 @@ func (a *App) Routes(e *echo.Echo) {
 	v1.GET("/invoices/:id/payments", inv.PaymentList)
 	v1.POST("/payments/:id/reverse", inv.PaymentReverse)
 	v1.GET("/reports/receivables", inv.Receivables)
+}
 
+// approvalRoutes mounts approval requests and their decisions, and the
+// approval policy (ADR-0014), which is the admins'.
+func (a *App) approvalRoutes(e *echo.Echo, v1 *echo.Group) {
 	ap := &approvals.Handler{Svc: a.approvalSvc, Hub: a.approvalHub, Heartbeat: a.eventsHeartbeat}
 	v1.GET("/approvals", ap.List)
 	v1.GET("/approvals/events", ap.Events)
@@ -74,29 +93,47 @@ func (a *App) Routes(e *echo.Echo) {
 	v1.POST("/approvals/:id/approve", ap.Approve)
 	v1.POST("/approvals/:id/deny", ap.Deny)
 	v1.POST("/approvals/:id/cancel", ap.Cancel)
-	// The approval policy (ADR-0014) is the admins'.
-	pol := &approvals.PolicyHandler{Svc: a.approvalSvc}
-	v1.GET("/approval-policy", pol.Get, admins)
-	v1.POST("/approval-policy/rules", pol.SetRule, admins)
-	v1.DELETE("/approval-policy/rules/:id", pol.DeleteRule, admins)
 	// Event streams and long polls end when shutdown begins instead of
 	// holding it for the whole grace period.
 	e.Server.RegisterOnShutdown(a.approvalHub.Close)
 
-	a.webhookRoutes(v1)
+	admins := identity.RequireRole(identity.RoleAdmin)
+	pol := &approvals.PolicyHandler{Svc: a.approvalSvc}
+	v1.GET("/approval-policy", pol.Get, admins)
+	v1.POST("/approval-policy/rules", pol.SetRule, admins)
+	v1.DELETE("/approval-policy/rules/:id", pol.DeleteRule, admins)
+}
 
-	// MCP clients (ADR-0015): JSON-RPC over Streamable HTTP, outside /v1
-	// and REST. Bearer tokens only (nil: no inbox cookie, so no CSRF);
-	// approvers get a server without tools. Sessions close when shutdown
-	// begins, so their open streams do not hold it.
+// webhookRoutes mounts the webhook endpoints and their deliveries: admins
+// only (the service checks, for the CLI too).
+func (a *App) webhookRoutes(v1 *echo.Group) {
+	wh := &webhooks.Handler{Svc: a.webhooks}
+	v1.POST("/webhook-endpoints", wh.Add)
+	v1.GET("/webhook-endpoints", wh.List)
+	v1.GET("/webhook-endpoints/:id", wh.Get)
+	v1.POST("/webhook-endpoints/:id/disable", wh.Disable)
+	v1.POST("/webhook-endpoints/:id/enable", wh.Enable)
+	v1.POST("/webhook-endpoints/:id/rotate-secret", wh.RotateSecret)
+	v1.GET("/webhook-endpoints/:id/deliveries", wh.Deliveries)
+	v1.GET("/webhook-deliveries/:id", wh.Delivery)
+	v1.POST("/webhook-deliveries/:id/redeliver", wh.Redeliver)
+}
+
+// mcpRoutes mounts MCP (ADR-0015): JSON-RPC over Streamable HTTP, outside
+// /v1 and REST. Bearer tokens only (nil: no inbox cookie, so no CSRF);
+// approvers get a server without tools. Sessions close when shutdown
+// begins, so their open streams do not hold it.
+func (a *App) mcpRoutes(e *echo.Echo) {
 	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp",
 		echo.WrapHandler(a.mcp.Handler()), identity.Authenticate(a.pool, nil), a.mcp.RecheckStreams)
 	e.Server.RegisterOnShutdown(a.mcp.Shutdown)
+}
 
-	// The step loop (ADR-0002): clerks and admins chat; an approver reads
-	// and decides approvals only (DESIGN.md §7). Running turns end when
-	// shutdown begins: they store what they have and release their
-	// conversations instead of holding the grace period.
+// chatRoutes mounts the step loop (ADR-0002): clerks and admins chat; an
+// approver reads and decides approvals only (DESIGN.md §7). Running turns
+// end when shutdown begins: they store what they have and release their
+// conversations instead of holding the grace period.
+func (a *App) chatRoutes(e *echo.Echo, v1 *echo.Group) {
 	e.Server.RegisterOnShutdown(a.chat.Shutdown)
 	chatters := identity.RequireRole(identity.RoleClerk, identity.RoleAdmin)
 	v1.POST("/chat", a.chat.Chat, chatters)
@@ -104,11 +141,13 @@ func (a *App) Routes(e *echo.Echo) {
 	v1.POST("/chat/:id/stop", a.chat.Stop, chatters)
 	v1.GET("/conversations", a.chat.ConversationList, chatters)
 	v1.GET("/conversations/:id", a.chat.ConversationGet, chatters)
+}
 
-	// The back-office inbox: HTML pages outside /v1 (DESIGN.md §6), never
-	// problem+json. Every page carries the security headers; Page sends a
-	// browser without a live session to sign in and refuses a form without
-	// the session's CSRF token.
+// inboxRoutes mounts the back-office inbox: HTML pages outside /v1
+// (DESIGN.md §6), never problem+json. Every page carries the security
+// headers; Page sends a browser without a live session to sign in and
+// refuses a form without the session's CSRF token.
+func (a *App) inboxRoutes(e *echo.Echo) {
 	w := a.web
 	sec := w.SecurityHeaders
 	e.GET("/", w.Home, sec)
@@ -126,21 +165,6 @@ func (a *App) Routes(e *echo.Echo) {
 	e.GET("/invoices/:id/pdf", w.Page(w.InvoicePDF), sec)
 	e.GET("/chat", w.Page(w.Chat), sec)
 	e.GET("/chat/:id", w.Page(w.Chat), sec)
-}
-
-// webhookRoutes mounts the webhook endpoints and their deliveries: admins
-// only (the service checks, for the CLI too).
-func (a *App) webhookRoutes(v1 *echo.Group) {
-	wh := &webhooks.Handler{Svc: a.webhooks}
-	v1.POST("/webhook-endpoints", wh.Add)
-	v1.GET("/webhook-endpoints", wh.List)
-	v1.GET("/webhook-endpoints/:id", wh.Get)
-	v1.POST("/webhook-endpoints/:id/disable", wh.Disable)
-	v1.POST("/webhook-endpoints/:id/enable", wh.Enable)
-	v1.POST("/webhook-endpoints/:id/rotate-secret", wh.RotateSecret)
-	v1.GET("/webhook-endpoints/:id/deliveries", wh.Deliveries)
-	v1.GET("/webhook-deliveries/:id", wh.Delivery)
-	v1.POST("/webhook-deliveries/:id/redeliver", wh.Redeliver)
 }
 
 // onlyUnder applies m to requests whose path starts with prefix.
