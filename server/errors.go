@@ -84,9 +84,9 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		c.Response().Header().Set(echo.HeaderContentType, ProblemContentType)
 		c.Response().WriteHeader(p.Status)
-		if c.Request().Method != http.MethodHead {
-			_, _ = c.Response().Write(b)
-		}
+		// Written for HEAD too: net/http drops it and sends the
+		// Content-Length a GET would have.
+		_, _ = c.Response().Write(b)
 	}
 }
 

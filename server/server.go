@@ -77,10 +77,12 @@ func New(cfg Config, log *slog.Logger, ready func(context.Context) error) *echo.
 		e.Use(bodyLimit(cfg.BodyLimit))
 	}
 
-	e.GET("/healthz", func(c echo.Context) error {
+	// HEAD as GET without the body (RFC 9110 §9.3.2), as every GET route.
+	getHead := []string{http.MethodGet, http.MethodHead}
+	e.Match(getHead, "/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
-	e.GET("/readyz", func(c echo.Context) error {
+	e.Match(getHead, "/readyz", func(c echo.Context) error {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 		defer cancel()
 		if err := ready(ctx); err != nil {
