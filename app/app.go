@@ -209,9 +209,6 @@ func (a *App) Capabilities() *capability.Registry { return a.caps }
 // Approvals is the approval service (decisions, waits) the CLI and tests use.
 func (a *App) Approvals() *approvals.Service { return a.approvalSvc }
 
-// Accounts administers users and tokens (the CLI and tests use it).
-func (a *App) Accounts() *accounts.Service { return a.accounts }
-
 // Collectors are the metrics of the app's own, for serve's registry.
 func (a *App) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{a.notify.Skipped()}
