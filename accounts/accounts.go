@@ -209,7 +209,7 @@ func (p Patch) apply(f identity.UserFields) identity.UserFields {
 	return f
 }
 
-// Update applies p to user id, at version ifMatch unless it is 0 (412
+// Update applies p to user id, at a version ifMatch names, if any (412
 // VERSION_MISMATCH otherwise), and returns the user. An actor who is no
 // longer an enabled admin when the change would commit is 403 FORBIDDEN
 // with nothing written. A change that would leave no enabled admin is
@@ -218,7 +218,7 @@ func (p Patch) apply(f identity.UserFields) identity.UserFields {
 // loses their decisions on open requests in the same transaction;
 // Updated.Voided names the requests that lost an approval. A change
 // that changes nothing writes nothing.
-func (s *Service) Update(ctx context.Context, by Actor, id uuid.UUID, ifMatch int64, p Patch) (*Updated, error) {
+func (s *Service) Update(ctx context.Context, by Actor, id uuid.UUID, ifMatch capability.IfMatch, p Patch) (*Updated, error) {
 	p, err := p.check()
 	if err != nil {
 		return nil, err

@@ -211,9 +211,6 @@ func (a *App) Capabilities() *capability.Registry { return a.caps }
 // Approvals is the approval service (decisions, waits) the CLI and tests use.
 func (a *App) Approvals() *approvals.Service { return a.approvalSvc }
 
-// Accounts administers users and tokens (the CLI and tests use it).
-func (a *App) Accounts() *accounts.Service { return a.accounts }
-
 // MCP is the /mcp endpoint (tests read its subscription counts).
 func (a *App) MCP() *mcp.Service { return a.mcp }
 

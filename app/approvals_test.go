@@ -82,7 +82,7 @@ func TestApprovalDecisionsOverHTTP(t *testing.T) {
 	resp := h.Do(t, "POST", "/v1/approvals/"+id+"/approve", goneTok, nil)
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, string(resp.Body))
 	// A disabled approver acting through any other path (the CLI) is 403.
-	_, err := h.App.Approvals().Decide(ctx, gone.Principal(), capability.PathCLI, mustUUID(t, id), 0, approvals.DecisionApprove, "")
+	_, err := h.App.Approvals().Decide(ctx, gone.Principal(), capability.PathCLI, mustUUID(t, id), capability.IfMatch{}, approvals.DecisionApprove, "")
 	require.True(t, problem.HasCode(err, problem.CodeForbidden), "%v", err)
 
 	// Bad input: unknown field, malformed id, deny without a reason.

@@ -2,7 +2,9 @@ package app
 
 import (
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/invoiced/invoiced/accounts"
 	"github.com/invoiced/invoiced/approvals"
@@ -15,7 +17,10 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Routes mounts every route of the service: the one route table.
+// Routes mounts every route of the service: the one route table, an area
+// to a function below, in the order Routes calls them. Every route must be
+// in openapi/openapi.yaml (tested). get mounts a GET with its HEAD; the
+// event streams are GET alone.
 func (a *App) Routes(e *echo.Echo) {
 	// Authentication is a global middleware limited to /v1 rather than
 	// group middleware: Echo answers 404 instead of 405 for a known path
@@ -23,109 +28,84 @@ func (a *App) Routes(e *echo.Echo) {
 	e.Use(onlyUnder("/v1/", identity.Authenticate(a.pool, a.web.SessionLookup)))
 	// After authentication: keys are scoped per principal.
 	e.Use(onlyUnder("/v1/", idempotency.Middleware(a.pool)))
+	e.Use(headTakesGetsRoute(e))
+
+	get(e, "/openapi.json", openapi.Handler)
 	v1 := e.Group("/v1")
+	a.userRoutes(v1)
+	a.invoiceRoutes(v1)
+	a.approvalRoutes(e, v1)
+	a.webhookRoutes(v1)
+	a.mcpRoutes(e)
+	a.chatRoutes(e, v1)
+	a.inboxRoutes(e)
+}
 
-	// Every route registered here must be in openapi/openapi.yaml (tested).
-	e.GET("/openapi.json", openapi.Handler)
-
+// userRoutes mounts who is calling, and user administration: admins only
+// (DESIGN.md §7).
+func (a *App) userRoutes(v1 *echo.Group) {
 	me := &identity.Handler{DB: a.pool}
-	v1.GET("/me", me.Me)
+	get(v1, "/me", me.Me)
 
-	// User administration: admins only (DESIGN.md §7).
 	admins := identity.RequireRole(identity.RoleAdmin)
 	us := &accounts.Handler{Svc: a.accounts}
-	v1.GET("/users", us.List, admins)
-	v1.GET("/users/:id", us.Get, admins)
+	get(v1, "/users", us.List, admins)
+	get(v1, "/users/:id", us.Get, admins)
 	v1.PATCH("/users/:id", us.Update, admins)
-	v1.GET("/users/:id/tokens", us.Tokens, admins)
+	get(v1, "/users/:id/tokens", us.Tokens, admins)
 	v1.POST("/tokens/:id/revoke", us.TokenRevoke, admins)
+}
 
+// invoiceRoutes mounts the capabilities by name and the invoicing
+// resources, which run the same capabilities.
+func (a *App) invoiceRoutes(v1 *echo.Group) {
 	caps := &caphttp.Handler{Registry: a.caps}
-	v1.GET("/capabilities", caps.List)
+	get(v1, "/capabilities", caps.List)
 	v1.POST("/capabilities/:name/invoke", caps.Invoke)
 
 	inv := &invoices.Handler{Caps: caps, Seller: a.seller, DB: a.pool}
 	v1.POST("/customers", inv.CustomerCreate)
-	v1.GET("/customers", inv.CustomerList)
-	v1.GET("/customers/:id", inv.CustomerGet)
+	get(v1, "/customers", inv.CustomerList)
+	get(v1, "/customers/:id", inv.CustomerGet)
 	v1.PATCH("/customers/:id", inv.CustomerUpdate)
 	v1.POST("/invoices", inv.InvoiceCreate)
-	v1.GET("/invoices", inv.InvoiceList)
-	v1.GET("/invoices/:id", inv.InvoiceGet)
-	v1.GET("/invoices/:id/pdf", inv.InvoicePDF)
+	get(v1, "/invoices", inv.InvoiceList)
+	get(v1, "/invoices/:id", inv.InvoiceGet)
+	get(v1, "/invoices/:id/pdf", inv.InvoicePDF)
 	v1.PATCH("/invoices/:id", inv.InvoiceUpdate)
 	v1.DELETE("/invoices/:id", inv.InvoiceDelete)
 	v1.POST("/invoices/:id/issue", inv.InvoiceIssue)
 	v1.POST("/invoices/:id/void", inv.InvoiceVoid)
 	v1.POST("/invoices/:id/mark-paid", inv.InvoiceMarkPaid)
 	v1.POST("/invoices/:id/credit-notes", inv.CreditNoteIssue)
-	v1.GET("/invoices/:id/credit-notes", inv.CreditNoteList)
-	v1.GET("/credit-notes/:id", inv.CreditNoteGet)
-	v1.GET("/credit-notes/:id/pdf", inv.CreditNotePDF)
+	get(v1, "/invoices/:id/credit-notes", inv.CreditNoteList)
+	get(v1, "/credit-notes/:id", inv.CreditNoteGet)
+	get(v1, "/credit-notes/:id/pdf", inv.CreditNotePDF)
 	v1.POST("/invoices/:id/payments", inv.PaymentRecord)
-	v1.GET("/invoices/:id/payments", inv.PaymentList)
+	get(v1, "/invoices/:id/payments", inv.PaymentList)
 	v1.POST("/payments/:id/reverse", inv.PaymentReverse)
-	v1.GET("/reports/receivables", inv.Receivables)
+	get(v1, "/reports/receivables", inv.Receivables)
+}
 
+// approvalRoutes mounts approval requests and their decisions, and the
+// approval policy (ADR-0014), which is the admins'.
+func (a *App) approvalRoutes(e *echo.Echo, v1 *echo.Group) {
 	ap := &approvals.Handler{Svc: a.approvalSvc, Hub: a.approvalHub, Heartbeat: a.eventsHeartbeat}
-	v1.GET("/approvals", ap.List)
+	get(v1, "/approvals", ap.List)
 	v1.GET("/approvals/events", ap.Events)
-	v1.GET("/approvals/:id", ap.Get)
+	get(v1, "/approvals/:id", ap.Get)
 	v1.POST("/approvals/:id/approve", ap.Approve)
 	v1.POST("/approvals/:id/deny", ap.Deny)
 	v1.POST("/approvals/:id/cancel", ap.Cancel)
-	// The approval policy (ADR-0014) is the admins'.
-	pol := &approvals.PolicyHandler{Svc: a.approvalSvc}
-	v1.GET("/approval-policy", pol.Get, admins)
-	v1.POST("/approval-policy/rules", pol.SetRule, admins)
-	v1.DELETE("/approval-policy/rules/:id", pol.DeleteRule, admins)
 	// Event streams and long polls end when shutdown begins instead of
 	// holding it for the whole grace period.
 	e.Server.RegisterOnShutdown(a.approvalHub.Close)
 
-	a.webhookRoutes(v1)
-
-	// MCP clients (ADR-0015): JSON-RPC over Streamable HTTP, outside /v1
-	// and REST. Bearer tokens only (nil: no inbox cookie, so no CSRF);
-	// approvers get a server without tools. Sessions close when shutdown
-	// begins, so their open streams do not hold it.
-	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp",
-		echo.WrapHandler(a.mcp.Handler()), identity.Authenticate(a.pool, nil), a.mcp.RecheckStreams)
-	e.Server.RegisterOnShutdown(a.mcp.Shutdown)
-
-	// The step loop (ADR-0002): clerks and admins chat; an approver reads
-	// and decides approvals only (DESIGN.md §7). Running turns end when
-	// shutdown begins: they store what they have and release their
-	// conversations instead of holding the grace period.
-	e.Server.RegisterOnShutdown(a.chat.Shutdown)
-	chatters := identity.RequireRole(identity.RoleClerk, identity.RoleAdmin)
-	v1.POST("/chat", a.chat.Chat, chatters)
-	v1.GET("/chat/:id/stream", a.chat.Resume, chatters)
-	v1.POST("/chat/:id/stop", a.chat.Stop, chatters)
-	v1.GET("/conversations", a.chat.ConversationList, chatters)
-	v1.GET("/conversations/:id", a.chat.ConversationGet, chatters)
-
-	// The back-office inbox: HTML pages outside /v1 (DESIGN.md §6), never
-	// problem+json. Every page carries the security headers; Page sends a
-	// browser without a live session to sign in and refuses a form without
-	// the session's CSRF token.
-	w := a.web
-	sec := w.SecurityHeaders
-	e.GET("/", w.Home, sec)
-	e.GET("/static/*", w.Static)
-	e.GET("/login", w.LoginForm, sec)
-	e.POST("/login", w.Login, sec)
-	e.POST("/logout", w.Page(w.Logout), sec)
-	e.GET("/inbox", w.Page(w.Inbox), sec)
-	e.GET("/approvals/:id", w.Page(w.Approval), sec)
-	e.GET("/approvals/:id/conversation", w.Page(w.RequestConversation), sec)
-	e.POST("/approvals/:id/approve", w.Page(w.Decide(approvals.DecisionApprove)), sec)
-	e.POST("/approvals/:id/deny", w.Page(w.Decide(approvals.DecisionDeny)), sec)
-	e.GET("/invoices", w.Page(w.Invoices), sec)
-	e.GET("/invoices/:id", w.Page(w.Invoice), sec)
-	e.GET("/invoices/:id/pdf", w.Page(w.InvoicePDF), sec)
-	e.GET("/chat", w.Page(w.Chat), sec)
-	e.GET("/chat/:id", w.Page(w.Chat), sec)
+	admins := identity.RequireRole(identity.RoleAdmin)
+	pol := &approvals.PolicyHandler{Svc: a.approvalSvc}
+	get(v1, "/approval-policy", pol.Get, admins)
+	v1.POST("/approval-policy/rules", pol.SetRule, admins)
+	v1.DELETE("/approval-policy/rules/:id", pol.DeleteRule, admins)
 }
 
 // webhookRoutes mounts the webhook endpoints and their deliveries: admins
@@ -133,14 +113,122 @@ func (a *App) Routes(e *echo.Echo) {
 func (a *App) webhookRoutes(v1 *echo.Group) {
 	wh := &webhooks.Handler{Svc: a.webhooks}
 	v1.POST("/webhook-endpoints", wh.Add)
-	v1.GET("/webhook-endpoints", wh.List)
-	v1.GET("/webhook-endpoints/:id", wh.Get)
+	get(v1, "/webhook-endpoints", wh.List)
+	get(v1, "/webhook-endpoints/:id", wh.Get)
 	v1.POST("/webhook-endpoints/:id/disable", wh.Disable)
 	v1.POST("/webhook-endpoints/:id/enable", wh.Enable)
 	v1.POST("/webhook-endpoints/:id/rotate-secret", wh.RotateSecret)
-	v1.GET("/webhook-endpoints/:id/deliveries", wh.Deliveries)
-	v1.GET("/webhook-deliveries/:id", wh.Delivery)
+	get(v1, "/webhook-endpoints/:id/deliveries", wh.Deliveries)
+	get(v1, "/webhook-deliveries/:id", wh.Delivery)
 	v1.POST("/webhook-deliveries/:id/redeliver", wh.Redeliver)
+}
+
+// mcpRoutes mounts MCP (ADR-0015): JSON-RPC over Streamable HTTP, outside
+// /v1 and REST. Bearer tokens only (nil: no inbox cookie, so no CSRF);
+// approvers get a server without tools; its GET is a stream, without
+// HEAD. Sessions close when shutdown begins, so their open streams do not
+// hold it.
+func (a *App) mcpRoutes(e *echo.Echo) {
+	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp",
+		echo.WrapHandler(a.mcp.Handler()), identity.Authenticate(a.pool, nil), a.mcp.RecheckStreams)
+	e.Server.RegisterOnShutdown(a.mcp.Shutdown)
+}
+
+// chatRoutes mounts the step loop (ADR-0002): clerks and admins chat; an
+// approver reads and decides approvals only (DESIGN.md §7). Running turns
+// end when shutdown begins: they store what they have and release their
+// conversations instead of holding the grace period.
+func (a *App) chatRoutes(e *echo.Echo, v1 *echo.Group) {
+	e.Server.RegisterOnShutdown(a.chat.Shutdown)
+	chatters := identity.RequireRole(identity.RoleClerk, identity.RoleAdmin)
+	v1.POST("/chat", a.chat.Chat, chatters)
+	v1.GET("/chat/:id/stream", a.chat.Resume, chatters)
+	v1.POST("/chat/:id/stop", a.chat.Stop, chatters)
+	get(v1, "/conversations", a.chat.ConversationList, chatters)
+	get(v1, "/conversations/:id", a.chat.ConversationGet, chatters)
+}
+
+// inboxRoutes mounts the back-office inbox: HTML pages outside /v1
+// (DESIGN.md §6), never problem+json. Every page carries the security
+// headers; Page sends a browser without a live session to sign in and
+// refuses a form without the session's CSRF token.
+func (a *App) inboxRoutes(e *echo.Echo) {
+	w := a.web
+	sec := w.SecurityHeaders
+	get(e, "/", w.Home, sec)
+	get(e, "/static/*", w.Static)
+	get(e, "/login", w.LoginForm, sec)
+	e.POST("/login", w.Login, sec)
+	e.POST("/logout", w.Page(w.Logout), sec)
+	get(e, "/inbox", w.Page(w.Inbox), sec)
+	get(e, "/approvals/:id", w.Page(w.Approval), sec)
+	get(e, "/approvals/:id/conversation", w.Page(w.RequestConversation), sec)
+	e.POST("/approvals/:id/approve", w.Page(w.Decide(approvals.DecisionApprove)), sec)
+	e.POST("/approvals/:id/deny", w.Page(w.Decide(approvals.DecisionDeny)), sec)
+	get(e, "/invoices", w.Page(w.Invoices), sec)
+	get(e, "/invoices/:id", w.Page(w.Invoice), sec)
+	get(e, "/invoices/:id/pdf", w.Page(w.InvoicePDF), sec)
+	get(e, "/chat", w.Page(w.Chat), sec)
+	get(e, "/chat/:id", w.Page(w.Chat), sec)
+}
+
+// router is where routes are mounted: the server, or its /v1 group.
+type router interface {
+	Match(methods []string, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) []*echo.Route
+}
+
+// get mounts h for GET and for HEAD, which is GET without the body (RFC
+// 9110 §9.3.2): h runs as for GET and net/http sends its headers, with
+// Content-Length when the whole body fit net/http's buffer, as a GET
+// would, and drops the body. An event stream has no end to measure and
+// would hold the connection, so its GET is mounted alone.
+func get(r router, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	r.Match([]string{http.MethodGet, http.MethodHead}, path, h, m...)
+}
+
+// headTakesGetsRoute answers 405 to a HEAD the router gave another route
+// than the path's GET, naming what that route allows. Echo tries a
+// sibling route for a method the matched route lacks, so HEAD
+// /v1/approvals/events (a stream: GET alone) would run HEAD
+// /v1/approvals/{id} with the id "events", a 404.
+func headTakesGetsRoute(e *echo.Echo) echo.MiddlewareFunc {
+	allow := sync.OnceValue(func() map[string]string {
+		methods := map[string][]string{}
+		for _, r := range e.Routes() {
+			methods[r.Path] = append(methods[r.Path], r.Method)
+		}
+		out := map[string]string{}
+		for path, ms := range methods {
+			// Echo's order, as its own Allow headers have it.
+			order := []string{http.MethodOptions}
+			for _, m := range []string{http.MethodConnect, http.MethodDelete, http.MethodGet, http.MethodHead, http.MethodPatch,
+				http.MethodPost, http.MethodPut, http.MethodTrace} {
+				if slices.Contains(ms, m) {
+					order = append(order, m)
+				}
+			}
+			out[path] = strings.Join(order, ", ")
+		}
+		return out
+	})
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if c.Request().Method != http.MethodHead {
+				return next(c)
+			}
+			probe := e.AcquireContext()
+			defer e.ReleaseContext(probe)
+			probe.Reset(c.Request(), nil)
+			e.Router().Find(http.MethodGet, echo.GetPath(c.Request()), probe)
+			if get := probe.Path(); get != c.Path() {
+				if a, ok := allow()[get]; ok {
+					c.Response().Header().Set(echo.HeaderAllow, a)
+					return echo.ErrMethodNotAllowed
+				}
+			}
+			return next(c)
+		}
+	}
 }
 
 // onlyUnder applies m to requests whose path starts with prefix.

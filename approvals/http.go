@@ -149,7 +149,7 @@ func decodeOptional(c echo.Context, v any, field string) error {
 // UTF-8), runs do for the principal on request {id} at the If-Match
 // version, and answers the request with its ETag.
 func (h *Handler) act(c echo.Context, body any, field string,
-	do func(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch int64) (*Approval, error),
+	do func(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch capability.IfMatch) (*Approval, error),
 ) error {
 	p, err := identity.RequestPrincipal(c)
 	if err != nil {
@@ -176,7 +176,7 @@ func (h *Handler) act(c echo.Context, body any, field string,
 
 func (h *Handler) decide(c echo.Context, decision string) error {
 	var body decisionBody
-	return h.act(c, &body, "reason", func(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch int64) (*Approval, error) {
+	return h.act(c, &body, "reason", func(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch capability.IfMatch) (*Approval, error) {
 		return h.Svc.Decide(ctx, p, capability.PathREST, id, ifMatch, decision, body.Reason)
 	})
 }
@@ -191,7 +191,7 @@ func (h *Handler) Deny(c echo.Context) error { return h.decide(c, DecisionDeny) 
 // Cancel answers POST /v1/approvals/{id}/cancel (requester only).
 func (h *Handler) Cancel(c echo.Context) error {
 	var body struct{}
-	return h.act(c, &body, "body", func(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch int64) (*Approval, error) {
+	return h.act(c, &body, "body", func(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch capability.IfMatch) (*Approval, error) {
 		return h.Svc.Cancel(ctx, p, capability.PathREST, id, ifMatch)
 	})
 }

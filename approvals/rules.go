@@ -96,9 +96,9 @@ func (s *Service) PolicyGet(ctx context.Context, version int64) (*RuleSet, error
 // PolicySet puts the tier that in describes in force as admin p, arriving
 // by via: it replaces the tier of the same capability, currency and
 // threshold, if there is one, else adds a tier. Setting what is in force
-// already changes nothing. Unless ifMatch is 0, the policy must be at
-// that version (412 VERSION_MISMATCH otherwise).
-func (s *Service) PolicySet(ctx context.Context, p identity.Principal, via capability.Path, in RuleInput, ifMatch int64) (*RuleSet, error) {
+// already changes nothing. The policy must be at a version ifMatch names,
+// if it names any (412 VERSION_MISMATCH otherwise).
+func (s *Service) PolicySet(ctx context.Context, p identity.Principal, via capability.Path, in RuleInput, ifMatch capability.IfMatch) (*RuleSet, error) {
 	r, err := s.checkRule(in)
 	if err != nil {
 		return nil, err
@@ -117,7 +117,7 @@ func (s *Service) PolicySet(ctx context.Context, p identity.Principal, via capab
 
 // PolicyDelete takes rule id out of force as admin p (404 unless it is in
 // force); ifMatch is as for PolicySet.
-func (s *Service) PolicyDelete(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch int64) (*RuleSet, error) {
+func (s *Service) PolicyDelete(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch capability.IfMatch) (*RuleSet, error) {
 	return s.policyChange(ctx, p, via, ifMatch, func(ctx context.Context, tx pgx.Tx) (*Rule, *Rule, error) {
 		old, found, err := ruleInForceGet(ctx, tx, id)
 		if err != nil {
@@ -136,7 +136,7 @@ func (s *Service) PolicyDelete(ctx context.Context, p identity.Principal, via ca
 // version, audits it (who, before → after) and raises the open requests
 // of the capability that the new version asks more of (the stricter rule
 // applies). It returns the policy in force afterwards.
-func (s *Service) policyChange(ctx context.Context, p identity.Principal, via capability.Path, ifMatch int64,
+func (s *Service) policyChange(ctx context.Context, p identity.Principal, via capability.Path, ifMatch capability.IfMatch,
 	change func(ctx context.Context, tx pgx.Tx) (before, after *Rule, err error),
 ) (*RuleSet, error) {
 	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*RuleSet, error) {

@@ -55,10 +55,10 @@ const maxReasonLen = 2000
 // request id, arriving by via. Only enabled approver and admin users
 // decide, never the requester; a denial needs a reason and denies at once;
 // approvals from distinct approvers count toward the required number.
-// Deciding again the same way is a no-op. Unless ifMatch is 0, the
-// request must be at that version (an If-Match header), else 412
+// Deciding again the same way is a no-op. The request must be at a
+// version ifMatch names, if it names any (an If-Match header), else 412
 // VERSION_MISMATCH.
-func (s *Service) Decide(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch int64, decision, reason string) (*Approval, error) {
+func (s *Service) Decide(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch capability.IfMatch, decision, reason string) (*Approval, error) {
 	reason = strings.TrimSpace(reason)
 	if err := checkDecision(decision, reason); err != nil {
 		return nil, err
@@ -174,7 +174,7 @@ func (s *Service) decideTx(ctx context.Context, tx pgx.Tx, by eventActor, approv
 
 // Cancel withdraws a pending request; only its requester may. ifMatch is
 // as for Decide.
-func (s *Service) Cancel(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch int64) (*Approval, error) {
+func (s *Service) Cancel(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch capability.IfMatch) (*Approval, error) {
 	return s.change(ctx, id, ifMatch, func(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time) (*Approval, error) {
 		if a.RequestedBy.ID != p.UserID {
 			return nil, problem.Forbidden("only the requester may cancel an approval request")
@@ -196,9 +196,9 @@ func (s *Service) Cancel(ctx context.Context, p identity.Principal, via capabili
 	})
 }
 
-// change runs fn on request id, locked and at version ifMatch (0: any), in
+// change runs fn on request id, locked and at a version ifMatch names (any, if none), in
 // one transaction at the policy clock's now.
-func (s *Service) change(ctx context.Context, id uuid.UUID, ifMatch int64,
+func (s *Service) change(ctx context.Context, id uuid.UUID, ifMatch capability.IfMatch,
 	fn func(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time) (*Approval, error),
 ) (*Approval, error) {
 	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Approval, error) {
@@ -207,7 +207,7 @@ func (s *Service) change(ctx context.Context, id uuid.UUID, ifMatch int64,
 }
 
 // changeTx is change in the caller's transaction.
-func (s *Service) changeTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, ifMatch int64,
+func (s *Service) changeTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, ifMatch capability.IfMatch,
 	fn func(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time) (*Approval, error),
 ) (*Approval, error) {
 	now := s.policy.now()

@@ -60,9 +60,9 @@ type Call struct {
 	// InputHash is the hex SHA-256 of Input; approvals and confirmations
 	// bind to it.
 	InputHash string
-	// IfMatch is the version the caller expects the target to have (from
-	// an If-Match header), 0 when none was given.
-	IfMatch int64
+	// IfMatch is the caller's If-Match precondition on the target's
+	// version; the zero value is none.
+	IfMatch IfMatch
 }
 
 // Handler runs a capability. It returns the output (marshalled as JSON) or a

@@ -3,6 +3,7 @@ package capability
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,6 +14,10 @@ import (
 // current version (shared with the feature packages that check it).
 const CodeVersionMismatch = "VERSION_MISMATCH"
 
+// CodeIfMatchInvalid is the 400 problem code of an If-Match header that is
+// neither "*" nor a list of entity tags.
+const CodeIfMatchInvalid = "IF_MATCH_INVALID"
+
 // Versioned is an output that carries an optimistic-concurrency version;
 // the HTTP layer sends it as the ETag.
 type Versioned interface {
@@ -22,30 +27,116 @@ type Versioned interface {
 // ETag renders version as a strong entity tag.
 func ETag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
 
-// ParseIfMatch reads an If-Match header into a version: 0 when the header
-// is absent or "*". Anything else that is not an ETag this service sent
-// cannot match the current version, so it is a 412 (RFC 9110 §13.1.1).
-func ParseIfMatch(h string) (int64, error) {
-	h = strings.TrimSpace(h)
-	if h == "" || h == "*" {
-		return 0, nil
-	}
-	v := strings.Trim(strings.TrimPrefix(h, "W/"), `"`)
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 1 {
-		return 0, problem.New(http.StatusPreconditionFailed, CodeVersionMismatch,
-			fmt.Sprintf("If-Match %q is not an ETag this service sent", h))
-	}
-	return n, nil
+// IfMatch is a request's If-Match precondition (RFC 9110 §13.1.1) on a
+// resource whose ETag is its version. The zero value is none: the header
+// absent, or "*", which any current representation matches (a resource
+// that does not exist is the 404 answered before preconditions are
+// checked).
+type IfMatch struct {
+	// listed: the header listed entity tags, and only versions match.
+	listed bool
+	// versions are the listed strong tags that name a version; a weak
+	// tag or another strong one can never match.
+	versions []int64
+	// weak are the versions the listed weak tags name, kept to say why
+	// they did not match.
+	weak []string
 }
 
-// CheckIfMatch honours an If-Match version (0: none was sent): another
-// version than current is 412 VERSION_MISMATCH naming the current one.
-func CheckIfMatch(ifMatch, current int64) error {
-	if ifMatch != 0 && ifMatch != current {
-		return problem.New(http.StatusPreconditionFailed, CodeVersionMismatch,
-			fmt.Sprintf("the resource is at version %d; fetch it again and retry with its ETag", current)).
-			With("current_version", current)
+// MatchVersion is the precondition `If-Match: "v"`, for a caller that
+// holds one version (the CLI, tests); 0 is none.
+func MatchVersion(v int64) IfMatch {
+	if v == 0 {
+		return IfMatch{}
 	}
-	return nil
+	return IfMatch{listed: true, versions: []int64{v}}
+}
+
+// ParseIfMatch reads an If-Match header: "*" or a comma-separated list of
+// entity tags (`"3"`, `W/"3"`), as RFC 9110 §8.8.3 spells them. Anything
+// else, such as a bare 3 or "*" inside a list, is 400 IF_MATCH_INVALID:
+// the client meant something the server cannot read.
+func ParseIfMatch(h string) (IfMatch, error) {
+	h = strings.Trim(h, " \t")
+	if h == "" || h == "*" {
+		return IfMatch{}, nil
+	}
+	m, tags := IfMatch{listed: true}, 0
+	for rest := h; ; {
+		// Empty list elements are allowed (RFC 9110 §5.6.1.2).
+		rest = strings.TrimLeft(rest, " \t,")
+		if rest == "" {
+			break
+		}
+		weak := strings.HasPrefix(rest, "W/")
+		if weak {
+			rest = rest[2:]
+		}
+		end := opaqueTagEnd(rest)
+		if end < 0 {
+			return IfMatch{}, invalidIfMatch(h)
+		}
+		opaque := rest[1 : end-1]
+		rest = strings.TrimLeft(rest[end:], " \t")
+		if rest != "" && rest[0] != ',' {
+			return IfMatch{}, invalidIfMatch(h)
+		}
+		tags++
+		if weak {
+			m.weak = append(m.weak, opaque)
+			continue
+		}
+		// Strong comparison is byte for byte: "03" is not the "3" sent.
+		if v, err := strconv.ParseInt(opaque, 10, 64); err == nil && v > 0 && strconv.FormatInt(v, 10) == opaque {
+			m.versions = append(m.versions, v)
+		}
+	}
+	if tags == 0 {
+		return IfMatch{}, invalidIfMatch(h) // commas only
+	}
+	return m, nil
+}
+
+// opaqueTagEnd returns the length of the quoted opaque-tag s starts with
+// (RFC 9110 §8.8.3: DQUOTE *etagc DQUOTE, etagc being %x21 / %x23-7E /
+// obs-text), or -1 when s does not start with one.
+func opaqueTagEnd(s string) int {
+	if !strings.HasPrefix(s, `"`) {
+		return -1
+	}
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			return i + 1
+		case c == 0x21 || (c >= 0x23 && c <= 0x7e) || c >= 0x80:
+		default:
+			return -1
+		}
+	}
+	return -1
+}
+
+func invalidIfMatch(h string) error {
+	if len(h) > 80 {
+		h = h[:77] + "..."
+	}
+	return problem.BadRequest(CodeIfMatchInvalid, fmt.Sprintf(
+		"If-Match %q is neither * nor a list of entity tags: send the ETag a response carried, quotes included (If-Match: \"3\")", h))
+}
+
+// CheckIfMatch honours m on a resource at version current: a list naming
+// another version is 412 VERSION_MISMATCH naming the current one. Tags are
+// compared strongly (RFC 9110 §13.1.1), so a weak tag never matches; the
+// refusal says so when one was sent.
+func CheckIfMatch(m IfMatch, current int64) error {
+	if !m.listed || slices.Contains(m.versions, current) {
+		return nil
+	}
+	detail := fmt.Sprintf("the resource is at version %d; fetch it again and retry with its ETag", current)
+	if slices.Contains(m.weak, strconv.FormatInt(current, 10)) {
+		// A proxy that compresses responses may have weakened the ETag.
+		detail = fmt.Sprintf("If-Match compares entity tags strongly (RFC 9110 §13.1.1), so W/%[1]s never matches: "+
+			"send %[1]s, the ETag without W/", ETag(current))
+	}
+	return problem.New(http.StatusPreconditionFailed, CodeVersionMismatch, detail).With("current_version", current)
 }

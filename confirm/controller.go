@@ -176,7 +176,7 @@ func (c *Controller) Call(ctx context.Context, req Request, run func(ctx context
 	case conf.InputHash != req.InputHash:
 		return invalid(ReasonInputMismatch, req.Evidence), nil
 	}
-	out, runErr := run(WithConfirmation(ctx, conf))
+	out, runErr := run(ctx)
 	return Outcome{Ran: true, Output: out, Err: runErr}, nil
 }
 
@@ -212,18 +212,4 @@ func (c *Controller) Sweep(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("confirm: %w", err)
 	}
 	return n, nil
-}
-
-type ctxKey struct{}
-
-// WithConfirmation returns ctx carrying the consumed confirmation that
-// authorises a call.
-func WithConfirmation(ctx context.Context, c Confirmation) context.Context {
-	return context.WithValue(ctx, ctxKey{}, c)
-}
-
-// FromContext returns the consumed confirmation a call runs with, if any.
-func FromContext(ctx context.Context) (Confirmation, bool) {
-	c, ok := ctx.Value(ctxKey{}).(Confirmation)
-	return c, ok
 }

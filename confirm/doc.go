@@ -33,8 +33,7 @@
 //     CONFIRMATION_REQUIRED is the two-phase mode's answer and names the
 //     minted confirmation in "confirmation_id".
 //   - out.Ran: the evidence was consumed and run was called exactly once;
-//     out.Output and out.Err are what it returned. run's ctx carries the
-//     consumed confirmation: FromContext(ctx).
+//     out.Output and out.Err are what it returned.
 //
 // # Evidence rules
 //

@@ -93,7 +93,7 @@ type bundle struct {
 	conv      string
 
 	mu   sync.Mutex
-	runs []confirm.Confirmation
+	runs int
 }
 
 func setup(t *testing.T, im impl, mode confirm.Mode) *bundle {
@@ -107,22 +107,18 @@ func setup(t *testing.T, im impl, mode confirm.Mode) *bundle {
 	return b
 }
 
-// run is the handler: it records the evidence it ran with.
-func (b *bundle) run(ctx context.Context) (any, error) {
-	c, ok := confirm.FromContext(ctx)
-	if !ok {
-		panic("handler ran without evidence")
-	}
+// run is the handler: it counts its runs.
+func (b *bundle) run(context.Context) (any, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.runs = append(b.runs, c)
+	b.runs++
 	return map[string]string{"sent": "yes"}, nil
 }
 
 func (b *bundle) runCount() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.runs)
+	return b.runs
 }
 
 func (b *bundle) req(capabilityName, inputHash, toolCallID string, ev *confirm.Evidence) confirm.Request {

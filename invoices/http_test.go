@@ -387,8 +387,10 @@ func TestIfMatch(t *testing.T) {
 	r = b.h.Do(t, http.MethodPatch, path, b.clerk, map[string]any{"memo": "a"}, "If-Match", `"2"`)
 	p := requireProblem(t, r, http.StatusPreconditionFailed, "VERSION_MISMATCH")
 	require.EqualValues(t, 1, p["current_version"])
-	r = b.h.Do(t, http.MethodPatch, path, b.clerk, map[string]any{"memo": "a"}, "If-Match", "garbage")
+	r = b.h.Do(t, http.MethodPatch, path, b.clerk, map[string]any{"memo": "a"}, "If-Match", `"garbage"`)
 	requireProblem(t, r, http.StatusPreconditionFailed, "VERSION_MISMATCH")
+	r = b.h.Do(t, http.MethodPatch, path, b.clerk, map[string]any{"memo": "a"}, "If-Match", "garbage")
+	requireProblem(t, r, http.StatusBadRequest, "IF_MATCH_INVALID")
 
 	r = b.h.Do(t, http.MethodPatch, path, b.clerk, map[string]any{"memo": "a"}, "If-Match", etag)
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/openapi"
+	"github.com/invoiced/invoiced/openapi/openapitest"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/labstack/echo/v4"
@@ -42,7 +44,11 @@ func openAPIPath(p string) string {
 }
 
 // TestEveryRouteDocumented builds the real route table (app.New + Routes)
-// and checks each route and method is in the document.
+// and checks each route and method is in the document, and each path's
+// methods are the ones the document implies: its operations, and HEAD
+// beside every GET that is not an event stream. Echo's Allow header (on
+// OPTIONS and 405) names the methods routed, so it says what the
+// document says.
 func TestEveryRouteDocumented(t *testing.T) {
 	t.Parallel()
 	doc, err := openapi.Document()
@@ -60,19 +66,36 @@ func TestEveryRouteDocumented(t *testing.T) {
 	require.NotEmpty(t, routes)
 	var missing []string
 	seen := 0
+	routed := map[string][]string{} // path → methods, OPTIONS included
 	for _, r := range routes {
 		if r.Method == echo.RouteNotFound {
 			continue
 		}
 		seen++
 		p := openAPIPath(r.Path)
+		if routed[p] == nil {
+			routed[p] = []string{http.MethodOptions}
+		}
+		routed[p] = append(routed[p], r.Method)
 		item := doc.Paths.Value(p)
+		if r.Method == http.MethodHead && item != nil && item.Get != nil {
+			continue // HEAD is its GET's (checked below)
+		}
 		if item == nil || item.GetOperation(r.Method) == nil {
 			missing = append(missing, r.Method+" "+p)
 		}
 	}
 	require.Empty(t, missing, "routes registered but not in openapi/openapi.yaml")
 	require.Greater(t, seen, 20)
+	var differ []string
+	for p, item := range doc.Paths.Map() {
+		got := routed[p]
+		slices.Sort(got)
+		if want := openapitest.Allow(item); !slices.Equal(got, want) {
+			differ = append(differ, fmt.Sprintf("%s: routed %v, the document makes %v", p, got, want))
+		}
+	}
+	require.Empty(t, differ, "a path's methods (its Allow header) differ from the document's")
 
 	// A deliberately unknown route is reported, so the check can fail.
 	require.Nil(t, doc.Paths.Value("/v1/nothing-here"))
@@ -127,6 +150,14 @@ func TestEveryOperationListsItsAnswers(t *testing.T) {
 					}
 				}
 			}
+			if takesIfMatch(op) {
+				if !answersCode(op, http.StatusBadRequest, "IF_MATCH_INVALID") {
+					bad = append(bad, what+": takes If-Match but its 400 lists no IF_MATCH_INVALID")
+				}
+				if !answersCode(op, http.StatusPreconditionFailed, "VERSION_MISMATCH") {
+					bad = append(bad, what+": takes If-Match but its 412 lists no VERSION_MISMATCH")
+				}
+			}
 		}
 	}
 	require.Empty(t, bad)
@@ -163,4 +194,35 @@ func TestRedoclyLint(t *testing.T) {
 	out, err = lint(broken)
 	require.Error(t, err, "a document without an operationId passed:\n%s", out)
 	require.Contains(t, out, "operation-operationId")
+}
+
+func takesIfMatch(op *openapi3.Operation) bool {
+	for _, p := range op.Parameters {
+		if p.Value != nil && p.Value.In == openapi3.ParameterInHeader && p.Value.Name == "If-Match" {
+			return true
+		}
+	}
+	return false
+}
+
+// answersCode says whether op's response for status is a problem whose
+// code may be code.
+func answersCode(op *openapi3.Operation, status int, code string) bool {
+	r := op.Responses.Status(status)
+	if r == nil || r.Value == nil {
+		return false
+	}
+	mt := r.Value.Content.Get("application/problem+json")
+	if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
+		return false
+	}
+	for _, s := range append([]*openapi3.SchemaRef{mt.Schema}, mt.Schema.Value.AllOf...) {
+		if s.Value == nil {
+			continue
+		}
+		if c := s.Value.Properties["code"]; c != nil && c.Value != nil && slices.Contains(c.Value.Enum, any(code)) {
+			return true
+		}
+	}
+	return false
 }

@@ -84,9 +84,9 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		c.Response().Header().Set(echo.HeaderContentType, ProblemContentType)
 		c.Response().WriteHeader(p.Status)
-		if c.Request().Method != http.MethodHead {
-			_, _ = c.Response().Write(b)
-		}
+		// Written for HEAD too: net/http drops it and sends the
+		// Content-Length a GET would have.
+		_, _ = c.Response().Write(b)
 	}
 }
 
@@ -217,10 +217,16 @@ func DecodeJSON(c echo.Context, v any) error {
 }
 
 // DecodeJSONReader is DecodeJSON over any reader (used by fuzz tests).
+// Every body it decodes is an object (a struct or map v), so a body of
+// null is 422 naming the body, as an array or a string is: decoded, null
+// would leave v as it was and read as {}.
 func DecodeJSONReader(r io.Reader, v any) error {
 	raw, err := readAll(r)
 	if err != nil {
 		return readError(err)
+	}
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return problem.Invalid("body", "must be an object, not null")
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()

@@ -61,6 +61,7 @@ func New(cfg Config, log *slog.Logger, ready func(context.Context) error) *echo.
 
 	e.Use(middleware.RequestID())
 	e.Use(accessLog(log))
+	e.Use(ignoreContent)
 	if cfg.Metrics != nil {
 		// Outside Recover, so a panic is counted as the 500 it becomes.
 		e.Use(cfg.Metrics.Middleware())
@@ -76,10 +77,12 @@ func New(cfg Config, log *slog.Logger, ready func(context.Context) error) *echo.
 		e.Use(bodyLimit(cfg.BodyLimit))
 	}
 
-	e.GET("/healthz", func(c echo.Context) error {
+	// HEAD as GET without the body (RFC 9110 §9.3.2), as every GET route.
+	getHead := []string{http.MethodGet, http.MethodHead}
+	e.Match(getHead, "/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
-	e.GET("/readyz", func(c echo.Context) error {
+	e.Match(getHead, "/readyz", func(c echo.Context) error {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 		defer cancel()
 		if err := ready(ctx); err != nil {
@@ -94,6 +97,11 @@ func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogStatus: true, LogURIPath: true, LogMethod: true, LogLatency: true, LogRequestID: true,
 		LogRemoteIP: true, LogResponseSize: true,
+		// The error handler writes the problem before the line is logged,
+		// so the line holds the status and size sent; left to Echo's outer
+		// call, a returned problem would log the 200 the response still
+		// held then.
+		HandleError: true,
 		// Only the path is logged: query strings may carry cursors and
 		// nothing that authenticates ever travels in a URL.
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
@@ -132,6 +140,27 @@ func Serve(ctx context.Context, e *echo.Echo, addr string, grace time.Duration) 
 	return nil
 }
 
+// contentIgnored says whether a request's content has no defined
+// semantics (RFC 9110 §9.3.1, §9.3.2, §9.3.7): GET, HEAD and OPTIONS.
+// Such content is neither read nor judged, so it cannot make a request
+// malformed, too large or of the wrong media type.
+func contentIgnored(method string) bool {
+	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+}
+
+// ignoreContent hides the body of a request whose content is ignored from
+// everything after it. ContentLength keeps the length sent: net/http
+// drains an unread body of a declared length before the response's
+// headers go out, while the connection's reader is still the request's.
+func ignoreContent(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if r := c.Request(); contentIgnored(r.Method) {
+			r.Body = http.NoBody
+		}
+		return next(c)
+	}
+}
+
 // bodyLimit is Echo's body limit whose 413, whether the declared length
 // or the bytes read went over, names the limit and the setting that
 // raises it: a chat resends its whole conversation, so a client needs to
@@ -143,6 +172,9 @@ func bodyLimit(limit string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		h := mw(next)
 		return func(c echo.Context) error {
+			if contentIgnored(c.Request().Method) {
+				return next(c) // its declared length is not a body read
+			}
 			err := h(c)
 			var he *echo.HTTPError
 			if errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge {

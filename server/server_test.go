@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -65,6 +66,9 @@ func TestEveryErrorIsAProblem(t *testing.T) {
 		{"trailing garbage", "POST", "/things", `{"name":"x"} {}`, 400, "MALFORMED_JSON"},
 		{"unknown field", "POST", "/things", `{"name":"x","bogus":1}`, 422, "VALIDATION_FAILED"},
 		{"wrong type", "POST", "/things", `{"count":"many"}`, 422, "VALIDATION_FAILED"},
+		{"null body", "POST", "/things", `null`, 422, "VALIDATION_FAILED"},
+		{"null body, spaced", "POST", "/things", " null\n", 422, "VALIDATION_FAILED"},
+		{"array body", "POST", "/things", `[]`, 422, "VALIDATION_FAILED"},
 		{"duplicate key", "POST", "/things", `{"name":"a","name":"b"}`, 422, "VALIDATION_FAILED"},
 		{"body over limit", "POST", "/things", `{"name":"` + strings.Repeat("x", 2000) + `"}`, 413, "BODY_TOO_LARGE"},
 		{"panic", "GET", "/panic", "", 500, "INTERNAL"},
@@ -178,4 +182,66 @@ func TestBodyOverTheLimitNamesIt(t *testing.T) {
 		require.Equal(t, "BODY_TOO_LARGE", p["code"], name)
 		require.Contains(t, p["detail"], "INVOICED_BODY_LIMIT", name)
 	}
+}
+
+// A GET's body is never read: malformed, over the limit or of another
+// media type, the route answers as it does without one. Other methods
+// still read theirs.
+func TestGetBodiesAreIgnored(t *testing.T) {
+	t.Parallel()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := server.DefaultConfig()
+	cfg.BodyLimit = "1K"
+	e := server.New(cfg, log, func(context.Context) error { return nil })
+	read := func(c echo.Context) error {
+		raw, err := server.ReadBody(c)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, map[string]int{"read": len(raw)})
+	}
+	e.GET("/read", read)
+	e.POST("/read", read)
+	srv := httptest.NewUnstartedServer(e)
+	var serverLog lockedBuffer // net/http's own: a panic serving a connection
+	srv.Config.ErrorLog = stdlog.New(&serverLog, "", 0)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	do := func(method, body, contentType string) (int, string) {
+		req, err := http.NewRequest(method, srv.URL+"/read", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", contentType)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	big := `{"name":"` + strings.Repeat("x", 2000) + `"}`
+	// Rounds of ignored bodies and read ones on the same kept-alive
+	// connections: a body left unread past the response would be drained
+	// after the connection's next read began.
+	for range 20 {
+		for _, tc := range []struct{ name, body, contentType string }{
+			{"malformed", `{"name":`, "application/json"},
+			{"over the limit", big, "application/json"},
+			{"not JSON", "name=x", "application/x-www-form-urlencoded"},
+		} {
+			status, body := do(http.MethodGet, tc.body, tc.contentType)
+			require.Equal(t, http.StatusOK, status, tc.name)
+			require.JSONEq(t, `{"read":0}`, body, tc.name)
+		}
+		status, _ := do(http.MethodPost, big, "application/json")
+		require.Equal(t, http.StatusRequestEntityTooLarge, status, "a POST's body is still read and limited")
+		status, _ = do(http.MethodPost, "name=x", "application/x-www-form-urlencoded")
+		require.Equal(t, http.StatusUnsupportedMediaType, status)
+		status, body := do(http.MethodPost, `{"name":"x"}`, "application/json")
+		require.Equal(t, http.StatusOK, status)
+		require.JSONEq(t, `{"read":12}`, body)
+	}
+	srv.Close()
+	serverLog.mu.Lock()
+	defer serverLog.mu.Unlock()
+	require.Empty(t, serverLog.b.String(), "net/http logged a failure serving a connection")
 }

@@ -3,18 +3,13 @@ package web
 import (
 	"encoding/json"
 	"net/http"
-	"regexp"
 
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/steploop"
 	"github.com/labstack/echo/v4"
 )
-
-// conversationIDRE is the step loop's rule for a conversation id (the
-// client names its conversations): a page for any other id would only
-// lead to a refusal on the first message.
-var conversationIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
 // currencyExponents is money's ISO 4217 table as JSON, for the chat page's
 // script, which shows amounts the way the pages do (money.Display) without
@@ -45,14 +40,18 @@ func canChat(role identity.Role) bool {
 // Chat is the page GET /chat (a new conversation) and GET /chat/{id} (one
 // of the user's conversations): a shell for the chat script
 // (static/chat.js, built from web/chat/), which talks to /v1 with the
-// session cookie and the session's CSRF token.
+// session cookie and the session's CSRF token. Another user's
+// conversation is a 404, as GET /v1/conversations/{id} answers, and so is
+// one that does not exist: the page would only open it empty.
 func (h *Handler) Chat(c echo.Context, s *Session) error {
 	if !canChat(s.User.Role) {
 		return problem.Forbidden("the chat is for clerks and admins; approvers decide requests in the inbox")
 	}
 	id := c.Param("id")
-	if c.Path() != "/chat" && !conversationIDRE.MatchString(id) {
-		return problem.NotFound("conversation")
+	if c.Path() != "/chat" {
+		if _, err := steploop.ConversationGet(c.Request().Context(), h.db, id, s.User.ID); err != nil {
+			return err
+		}
 	}
 	d := h.data(c, s, "Chat")
 	d.Wide = true

@@ -1,12 +1,16 @@
 package web_test
 
 import (
+	"context"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/invoiced/invoiced/app"
+	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/stretchr/testify/require"
 )
 
@@ -38,9 +42,8 @@ func TestChatPageIsForClerksAndAdmins(t *testing.T) {
 		require.Contains(t, p.body, `&#34;USD&#34;:2`, "the currency table, attribute-escaped")
 		require.Contains(t, p.body, `<a href="/chat" aria-current="page">Chat</a>`)
 
-		p = br.do(http.MethodGet, "/chat/conv_Abc-123", nil)
-		require.Equal(t, http.StatusOK, p.status)
-		require.Contains(t, p.body, `data-conversation="conv_Abc-123"`)
+		// No such conversation: its page would open empty.
+		require.Equal(t, http.StatusNotFound, br.do(http.MethodGet, "/chat/conv_Abc-123", nil).status)
 		require.Equal(t, http.StatusNotFound, br.do(http.MethodGet, "/chat/"+strings.Repeat("x", 129), nil).status)
 		require.Equal(t, http.StatusNotFound, br.do(http.MethodGet, "/chat/a.b", nil).status)
 	}
@@ -75,5 +78,47 @@ func TestChatBundleIsServedAsAScript(t *testing.T) {
 			require.Contains(t, f.header.Get("Content-Type"), "javascript")
 			require.Greater(t, len(f.body), 100_000, "the bundle holds React and the AI SDK")
 		}
+	}
+}
+
+// TestChatPageOpensOnlyTheUsersConversations: /chat/{id} opens a
+// conversation of the signed-in user's; another user's, an admin's
+// asking included, is the 404 GET /v1/conversations/{id} answers, and
+// shows nothing of it.
+func TestChatPageOpensOnlyTheUsersConversations(t *testing.T) {
+	t.Parallel()
+	sc, err := model.NewScripted(model.Script{Default: []model.ScriptStep{{Text: "Hello."}}})
+	require.NoError(t, err)
+	b := &bundle{h: apptest.New(t, apptest.Options{Config: app.Config{Model: sc}})}
+	b.user(t, "carl", identity.RoleClerk)
+	b.user(t, "cleo", identity.RoleClerk)
+	b.user(t, "ada", identity.RoleAdmin)
+	chat := func(username, id string) {
+		u, err := identity.UserGetByUsername(context.Background(), b.h.Pool, username)
+		require.NoError(t, err)
+		token, err := identity.TokenCreate(context.Background(), b.h.Pool, u.ID, "chat")
+		require.NoError(t, err)
+		r := b.h.Do(t, http.MethodPost, "/v1/chat", token,
+			`{"id":"`+id+`","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"Hi."}]}]}`)
+		require.Equal(t, http.StatusOK, r.StatusCode, string(r.Body))
+		r = b.h.Do(t, http.MethodGet, "/v1/conversations/"+id, token, nil)
+		require.Equal(t, http.StatusOK, r.StatusCode, string(r.Body))
+	}
+	chat("carl", "conv_carl-1")
+	chat("ada", "conv_ada-1")
+
+	carl := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, carl.signIn("carl", testPassword).status)
+	p := carl.do(http.MethodGet, "/chat/conv_carl-1", nil)
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `data-conversation="conv_carl-1"`)
+
+	for who, id := range map[string]string{"cleo": "conv_carl-1", "ada": "conv_carl-1", "carl": "conv_ada-1"} {
+		br := b.browser(t)
+		require.Equal(t, http.StatusSeeOther, br.signIn(who, testPassword).status)
+		p := br.do(http.MethodGet, "/chat/"+id, nil)
+		require.Equal(t, http.StatusNotFound, p.status, "%s opening %s: %s", who, id, p.body)
+		require.NotContains(t, p.body, "data-conversation", "%s opening %s", who, id)
+		require.NotContains(t, p.body, id, "%s opening %s", who, id)
 	}
 }

@@ -344,7 +344,7 @@ func (h *Handler) Decide(decision string) PageFunc {
 			return err
 		}
 		reason := c.FormValue("reason")
-		_, err = h.deps.Approvals.Decide(c.Request().Context(), s.User.Principal(), capability.PathWeb, id, 0, decision, reason)
+		_, err = h.deps.Approvals.Decide(c.Request().Context(), s.User.Principal(), capability.PathWeb, id, capability.IfMatch{}, decision, reason)
 		if err != nil {
 			pe, ok := problem.As(err)
 			if !ok || pe.Status >= 500 || pe.Status == http.StatusNotFound {

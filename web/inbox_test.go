@@ -203,11 +203,11 @@ func TestApprovalPageShowsARequirementRaisedByThePolicy(t *testing.T) {
 	id := b.request(t, b.user(t, "carl", identity.RoleClerk), capability.PathREST)
 	ctx := context.Background()
 	svc := b.h.App.Approvals()
-	_, err := svc.Decide(ctx, alice.Principal(), capability.PathREST, id, 0, approvals.DecisionApprove, "")
+	_, err := svc.Decide(ctx, alice.Principal(), capability.PathREST, id, capability.IfMatch{}, approvals.DecisionApprove, "")
 	require.NoError(t, err)
 	threshold := int64(10_000)
 	_, err = svc.PolicySet(ctx, admin.Principal(), capability.PathREST,
-		approvals.RuleInput{Capability: "issue-invoice", Currency: "EUR", MinAmount: &threshold, Approvers: 2}, 0)
+		approvals.RuleInput{Capability: "issue-invoice", Currency: "EUR", MinAmount: &threshold, Approvers: 2}, capability.IfMatch{})
 	require.NoError(t, err)
 
 	br := b.browser(t)

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
-	"github.com/jackc/pgx/v5"
 )
 
 // Session is a signed-in browser: the user and the CSRF token its forms
@@ -54,12 +52,8 @@ func SessionCreate(ctx context.Context, db store.Executor, userID uuid.UUID, abs
 		return "", nil, err
 	}
 	s = &Session{CSRFToken: csrf}
-	err = db.QueryRow(ctx, `
-		INSERT INTO web_sessions (id_sha256, user_id, csrf_token, expires_at)
-		VALUES ($1, $2, $3, now() + make_interval(secs => $4))
-		RETURNING created_at, expires_at`, sessionHash(id), userID, csrf, absolute.Seconds()).Scan(&s.CreatedAt, &s.ExpiresAt)
-	if err != nil {
-		return "", nil, store.MapError(err, "session")
+	if s.CreatedAt, s.ExpiresAt, err = sessionInsert(ctx, db, sessionHash(id), userID, csrf, absolute); err != nil {
+		return "", nil, err
 	}
 	return id, s, nil
 }
@@ -74,51 +68,14 @@ func sessionGet(ctx context.Context, db store.Executor, id string, idle time.Dur
 	if id == "" || len(id) > 128 {
 		return nil, errNoSession
 	}
-	var (
-		s        Session
-		lastSeen time.Time
-	)
-	u, err := identity.ScanUser(db.QueryRow(ctx, `
-		SELECT `+identity.UserColumns+`, s.csrf_token, s.created_at, s.expires_at, s.last_seen_at
-		FROM web_sessions s JOIN users u ON u.id = s.user_id
-		WHERE s.id_sha256 = $1 AND NOT u.disabled
-		  AND s.expires_at > now() AND s.last_seen_at > now() - make_interval(secs => $2)`,
-		sessionHash(id), idle.Seconds()), &s.CSRFToken, &s.CreatedAt, &s.ExpiresAt, &lastSeen)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errNoSession
-	}
+	s, lastSeen, err := sessionGetLive(ctx, db, sessionHash(id), idle)
 	if err != nil {
-		return nil, store.MapError(err, "session")
+		return nil, err
 	}
 	if touch && time.Since(lastSeen) > sessionTouchGranularity {
-		if _, err := db.Exec(ctx, `UPDATE web_sessions SET last_seen_at = now() WHERE id_sha256 = $1`, sessionHash(id)); err != nil {
-			return nil, store.MapError(err, "session")
+		if err := sessionTouch(ctx, db, sessionHash(id)); err != nil {
+			return nil, err
 		}
 	}
-	s.User = u
-	return &s, nil
-}
-
-// SessionDelete ends the session with id; ending one that is already gone
-// is not an error, so signing out twice is harmless.
-func SessionDelete(ctx context.Context, db store.Executor, id string) error {
-	_, err := db.Exec(ctx, `DELETE FROM web_sessions WHERE id_sha256 = $1`, sessionHash(id))
-	return store.MapError(err, "session")
-}
-
-// SessionSweep deletes sessions past their absolute or idle expiry, and
-// sign-in counters whose window ended more than a day ago, and returns how
-// many sessions it deleted. Sign-in runs it, so the tables stay as small
-// as the number of people who use the inbox without a background job.
-func SessionSweep(ctx context.Context, db store.Executor, idle time.Duration) (int64, error) {
-	tag, err := db.Exec(ctx, `
-		DELETE FROM web_sessions
-		WHERE expires_at <= now() OR last_seen_at <= now() - make_interval(secs => $1)`, idle.Seconds())
-	if err != nil {
-		return 0, store.MapError(err, "session")
-	}
-	if _, err := db.Exec(ctx, `DELETE FROM web_login_throttle WHERE window_start < now() - interval '1 day'`); err != nil {
-		return 0, store.MapError(err, "sign-in attempt")
-	}
-	return tag.RowsAffected(), nil
+	return s, nil
 }

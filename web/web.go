@@ -186,10 +186,11 @@ func (h *Handler) Page(fn PageFunc) echo.HandlerFunc {
 	}
 }
 
-// nextTarget is where to return after sign-in: this page for a GET, the
-// inbox otherwise (a POST cannot be replayed after a redirect).
+// nextTarget is where to return after sign-in: this page for a GET (and
+// its HEAD), the inbox otherwise (a POST cannot be replayed after a
+// redirect).
 func nextTarget(c echo.Context) string {
-	if c.Request().Method == http.MethodGet {
+	if m := c.Request().Method; m == http.MethodGet || m == http.MethodHead {
 		return c.Request().URL.RequestURI()
 	}
 	return "/inbox"

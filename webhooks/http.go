@@ -104,10 +104,10 @@ func (h *Handler) Get(c echo.Context) error {
 }
 
 // change parses the principal, the id and If-Match of an endpoint action.
-func change(c echo.Context) (identity.Principal, uuid.UUID, int64, error) {
+func change(c echo.Context) (identity.Principal, uuid.UUID, capability.IfMatch, error) {
 	p, id, err := target(c, "webhook endpoint")
 	if err != nil {
-		return p, uuid.Nil, 0, err
+		return p, uuid.Nil, capability.IfMatch{}, err
 	}
 	ifMatch, err := capability.ParseIfMatch(c.Request().Header.Get("If-Match"))
 	return p, id, ifMatch, err

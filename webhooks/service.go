@@ -200,8 +200,8 @@ func (s *Service) Get(ctx context.Context, p identity.Principal, id uuid.UUID) (
 	return EndpointGet(ctx, s.db, id)
 }
 
-// change runs fn on endpoint id, locked and at version ifMatch (0: any).
-func (s *Service) change(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch int64,
+// change runs fn on endpoint id, locked and at a version ifMatch names (any, if none).
+func (s *Service) change(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch capability.IfMatch,
 	fn func(ctx context.Context, tx pgx.Tx, e *Endpoint, now time.Time) (*Endpoint, error),
 ) (*Endpoint, error) {
 	if err := requireAdmin(p); err != nil {
@@ -224,7 +224,7 @@ func (s *Service) change(ctx context.Context, p identity.Principal, id uuid.UUID
 
 // SetEnabled disables an endpoint (deliveries to it stop; those pending
 // fail) or enables it again. Doing what is already done changes nothing.
-func (s *Service) SetEnabled(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch int64, enabled bool) (*Endpoint, error) {
+func (s *Service) SetEnabled(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch capability.IfMatch, enabled bool) (*Endpoint, error) {
 	return s.change(ctx, p, id, ifMatch, func(ctx context.Context, tx pgx.Tx, e *Endpoint, now time.Time) (*Endpoint, error) {
 		if e.Enabled == enabled {
 			return e, nil
@@ -243,7 +243,7 @@ func (s *Service) SetEnabled(ctx context.Context, p identity.Principal, via capa
 
 // RotateSecret gives an endpoint a new secret; the old one keeps signing
 // (a second signature) for rotationOverlap.
-func (s *Service) RotateSecret(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch int64) (*WithSecret, error) {
+func (s *Service) RotateSecret(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch capability.IfMatch) (*WithSecret, error) {
 	secret, err := newSecret()
 	if err != nil {
 		return nil, err

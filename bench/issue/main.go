@@ -295,7 +295,7 @@ func (b *bench) prepare(ctx context.Context, n int) ([]item, error) {
 					return
 				}
 				aid := uuid.MustParse(pe.Extra["approval_id"].(string))
-				if _, err := svc.Decide(ctx, b.approver, capability.PathCLI, aid, 0, approvals.DecisionApprove, ""); err != nil {
+				if _, err := svc.Decide(ctx, b.approver, capability.PathCLI, aid, capability.IfMatch{}, approvals.DecisionApprove, ""); err != nil {
 					record(err)
 					return
 				}

@@ -27,8 +27,7 @@ const approvalsUsage = `Usage:
 
 func cmdApprovals(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, approvalsUsage)
-		return errUsage
+		return subcommandError(stderr, "approvals", args, approvalsUsage)
 	}
 	switch args[0] {
 	case "list":
@@ -41,8 +40,7 @@ func cmdApprovals(ctx context.Context, e env, args []string, stdout, stderr io.W
 		fmt.Fprintln(stdout, approvalsUsage)
 		return nil
 	}
-	fmt.Fprintf(stderr, "invoiced approvals: unknown subcommand %q\n%s\n", args[0], approvalsUsage)
-	return errUsage
+	return subcommandError(stderr, "approvals", args, approvalsUsage)
 }
 
 // cliApprovals is the approval service the CLI decides and lists with:
@@ -130,7 +128,7 @@ func cmdApprovalsDecide(ctx context.Context, e env, decision string, args []stri
 	if err != nil {
 		return err
 	}
-	a, err := svc.Decide(ctx, u.Principal(), capability.PathCLI, id, 0, decision, *reason)
+	a, err := svc.Decide(ctx, u.Principal(), capability.PathCLI, id, capability.IfMatch{}, decision, *reason)
 	if err != nil {
 		return err
 	}
@@ -151,9 +149,11 @@ func parseIDAs(fs *flag.FlagSet, args []string, as *string, what string) (uuid.U
 		}
 		rest = append([]string{rest[0]}, fs.Args()...)
 	}
-	if len(rest) != 1 || *as == "" {
-		fs.Usage()
-		return uuid.Nil, errUsage
+	switch {
+	case len(rest) != 1:
+		return uuid.Nil, usageError(fs, "name one %s by its ID", what)
+	case *as == "":
+		return uuid.Nil, usageError(fs, "--as is required: the username of who acts, as in --as bob")
 	}
 	id, err := uuid.Parse(rest[0])
 	if err != nil {

@@ -127,11 +127,11 @@ func TestAuditVerifyCLI(t *testing.T) {
 			var err error
 			switch i % 3 {
 			case 0:
-				_, err = b.svc.Decide(b.ctx, b.bob, capability.PathCLI, id, 0, approvals.DecisionApprove, "ok")
+				_, err = b.svc.Decide(b.ctx, b.bob, capability.PathCLI, id, capability.IfMatch{}, approvals.DecisionApprove, "ok")
 			case 1:
-				_, err = b.svc.Decide(b.ctx, b.carol, capability.PathCLI, id, 0, approvals.DecisionDeny, "not ok")
+				_, err = b.svc.Decide(b.ctx, b.carol, capability.PathCLI, id, capability.IfMatch{}, approvals.DecisionDeny, "not ok")
 			default:
-				_, err = b.svc.Cancel(b.ctx, b.clerk, capability.PathCLI, id, 0)
+				_, err = b.svc.Cancel(b.ctx, b.clerk, capability.PathCLI, id, capability.IfMatch{})
 			}
 			require.NoError(t, err)
 		}()

@@ -15,8 +15,7 @@ func cmdAudit(ctx context.Context, e env, args []string, stdout, stderr io.Write
 			fmt.Fprintln(stdout, "Usage: invoiced audit verify")
 			return nil
 		}
-		fmt.Fprintln(stderr, "Usage: invoiced audit verify")
-		return errUsage
+		return subcommandError(stderr, "audit", args, "Usage: invoiced audit verify [--anchor SEQ:HASH]")
 	}
 	fs := flagSet("audit verify", "Walk the audit chain from its first event and check every hash;\n"+
 		"exits 1 naming the first row that does not follow from the chain. It prints the\n"+

@@ -56,7 +56,7 @@ Every subcommand takes --help. Configuration comes from the environment
 // run dispatches a subcommand and returns the process exit status.
 func run(ctx context.Context, args []string, env env, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprintf(stderr, "invoiced: name a command; they are listed below\n\n%s", usage)
 		return 2
 	}
 	var err error
@@ -84,7 +84,7 @@ func run(ctx context.Context, args []string, env env, stdin io.Reader, stdout, s
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 	default:
-		fmt.Fprintf(stderr, "invoiced: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "invoiced: there is no command %q; the commands are listed below\n\n%s", args[0], usage)
 		return 2
 	}
 	return exitCode(err, stderr)

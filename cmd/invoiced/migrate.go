@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/pressly/goose/v3"
@@ -21,9 +22,8 @@ func cmdMigrate(ctx context.Context, e env, args []string, stdout, stderr io.Wri
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return errUsage
+	if fs.NArg() != 1 || !slices.Contains([]string{"up", "down", "redo", "status", "version"}, fs.Arg(0)) {
+		return usageError(fs, "name one of up, down, redo, status or version, for example: invoiced migrate up")
 	}
 	db, err := migrations.Open(e.get("DATABASE_URL", ""))
 	if err != nil {
@@ -73,9 +73,6 @@ func cmdMigrate(ctx context.Context, e env, args []string, stdout, stderr io.Wri
 			return fmt.Errorf("migrate version: %w", err)
 		}
 		fmt.Fprintln(stdout, v)
-	default:
-		fs.Usage()
-		return errUsage
 	}
 	return nil
 }

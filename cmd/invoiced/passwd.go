@@ -27,8 +27,7 @@ func cmdUsersPasswd(ctx context.Context, e env, args []string, stdin io.Reader, 
 		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return errUsage
+		return usageError(fs, "name one user, for example: invoiced users passwd alice")
 	}
 	username := fs.Arg(0)
 	password, err := readPassword(stdin, stderr)

@@ -28,8 +28,7 @@ const policyUsage = `Usage:
 
 func cmdPolicy(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, policyUsage)
-		return errUsage
+		return subcommandError(stderr, "policy", args, policyUsage)
 	}
 	switch args[0] {
 	case "list":
@@ -42,8 +41,7 @@ func cmdPolicy(ctx context.Context, e env, args []string, stdout, stderr io.Writ
 		fmt.Fprintln(stdout, policyUsage)
 		return nil
 	}
-	fmt.Fprintf(stderr, "invoiced policy: unknown subcommand %q\n%s\n", args[0], policyUsage)
-	return errUsage
+	return subcommandError(stderr, "policy", args, policyUsage)
 }
 
 // policyService opens a pool and the approval service over it, with the
@@ -159,9 +157,11 @@ func cmdPolicySet(ctx context.Context, e env, args []string, stdout, stderr io.W
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *as == "" || fs.NArg() > 0 {
-		fs.Usage()
-		return errUsage
+	if *as == "" {
+		return usageError(fs, "--as is required: the username of the admin making the change, as in --as admin")
+	}
+	if fs.NArg() > 0 {
+		return usageError(fs, "%q is not a flag; every value follows its flag, as in --currency EUR", fs.Arg(0))
 	}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
@@ -172,7 +172,7 @@ func cmdPolicySet(ctx context.Context, e env, args []string, stdout, stderr io.W
 		}
 	})
 	return policyChange(ctx, e, *as, stdout, func(svc *approvals.Service, p identity.Principal) (*approvals.RuleSet, error) {
-		return svc.PolicySet(ctx, p, capability.PathCLI, in, 0)
+		return svc.PolicySet(ctx, p, capability.PathCLI, in, capability.IfMatch{})
 	})
 }
 
@@ -186,6 +186,6 @@ func cmdPolicyDelete(ctx context.Context, e env, args []string, stdout, stderr i
 		return err
 	}
 	return policyChange(ctx, e, *as, stdout, func(svc *approvals.Service, p identity.Principal) (*approvals.RuleSet, error) {
-		return svc.PolicyDelete(ctx, p, capability.PathCLI, id, 0)
+		return svc.PolicyDelete(ctx, p, capability.PathCLI, id, capability.IfMatch{})
 	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -24,7 +25,9 @@ import (
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/gommon/bytes"
+	"github.com/pressly/goose/v3"
 )
 
 // config is everything serve reads from the environment.
@@ -235,6 +238,13 @@ func gcDefault(e env) {
 	}
 }
 
+// shutdownGrace is how long in-flight requests get to finish once a
+// signal asks serve to stop (README: Operations).
+const shutdownGrace = 20 * time.Second
+
+// cmdServe runs the HTTP API: the settings, the schema check, the side
+// listeners (metrics, pprof), the service, then the listener until ctx
+// ends.
 func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
 	fs := flagSet("serve [--migrate]",
 		"Run the HTTP API on INVOICED_ADDR (default :8080) against DATABASE_URL.\n"+
@@ -250,56 +260,23 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 	log := newLogger(e, stdout)
 	gcDefault(e)
 
-	sqlDB, err := migrations.Open(cfg.DatabaseURL)
+	sch, err := openSchema(ctx, cfg.DatabaseURL, *migrate, log)
 	if err != nil {
 		return err
 	}
-	defer sqlDB.Close()
-	sqlDB.SetMaxOpenConns(2)
-	prov, err := migrations.NewProvider(sqlDB, log)
-	if err != nil {
-		return err
-	}
-	if *migrate {
-		if _, err := prov.Up(ctx); err != nil {
-			return fmt.Errorf("migrate up: %w", err)
-		}
-	}
-	current, latest, behind, err := migrations.Behind(ctx, prov)
-	if err != nil {
-		return fmt.Errorf("cannot read the schema version (is DATABASE_URL right?): %w", err)
-	}
-	if behind {
-		return fmt.Errorf("the database schema is at version %d but this binary needs %d: run `invoiced migrate up` (or start with `invoiced serve --migrate`)", current, latest)
-	}
-
+	defer sch.close()
 	pool, err := store.Open(ctx, store.PoolConfig{URL: cfg.DatabaseURL, MaxConns: cfg.MaxConns})
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 
-	ready := func(ctx context.Context) error {
-		if err := pool.Ping(ctx); err != nil {
-			return errors.New("database unreachable")
-		}
-		if _, _, behind, err := migrations.Behind(ctx, prov); err != nil || behind {
-			return errors.New("schema not current")
-		}
-		return nil
+	stopSides, err := serveSides(e, &cfg, pool, log)
+	if err != nil {
+		return err
 	}
-	if cfg.MetricsAddr != "" {
-		metrics := server.NewMetrics()
-		metrics.RegisterPool(pool)
-		metrics.Registry.MustRegister(steploop.TokensTotal)
-		cfg.HTTP.Metrics = metrics
-		stopMetrics, err := serveSide("INVOICED_METRICS_ADDR", cfg.MetricsAddr, metrics.Handler(), log)
-		if err != nil {
-			return err
-		}
-		defer stopMetrics()
-	}
-	e2 := server.New(cfg.HTTP, log, ready)
+	defer stopSides()
+	srv := server.New(cfg.HTTP, log, sch.ready(pool))
 	a, err := app.New(ctx, cfg.App, pool, log)
 	if err != nil {
 		return err
@@ -308,19 +285,101 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 	if cfg.HTTP.Metrics != nil {
 		cfg.HTTP.Metrics.Registry.MustRegister(a.Collectors()...)
 	}
-	a.Routes(e2)
+	a.Routes(srv)
 
-	if addr := e.get("INVOICED_PPROF_ADDR", ""); addr != "" {
-		stopPprof, err := servePprof(addr, log)
-		if err != nil {
-			return err
-		}
-		defer stopPprof()
-	}
-	log.Info("serving", "addr", cfg.HTTP.Addr, "schema_version", latest, "version", version)
-	if err := server.Serve(ctx, e2, cfg.HTTP.Addr, 20*time.Second); err != nil {
+	log.Info("serving", "addr", cfg.HTTP.Addr, "schema_version", sch.latest, "version", version)
+	if err := server.Serve(ctx, srv, cfg.HTTP.Addr, shutdownGrace); err != nil {
 		return err
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// schema is the migrations' view of the database serve runs on: kept
+// open so that readiness can ask whether the schema is still current.
+type schema struct {
+	db     *sql.DB
+	prov   *goose.Provider
+	latest int64
+}
+
+// openSchema applies pending migrations if migrate is set, then refuses a
+// schema that is behind this binary, naming the command that fixes it.
+func openSchema(ctx context.Context, url string, migrate bool, log *slog.Logger) (*schema, error) {
+	db, err := migrations.Open(url)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(2)
+	sch := &schema{db: db}
+	if sch.prov, err = migrations.NewProvider(db, log); err != nil {
+		sch.close()
+		return nil, err
+	}
+	if migrate {
+		if _, err := sch.prov.Up(ctx); err != nil {
+			sch.close()
+			return nil, fmt.Errorf("migrate up: %w", err)
+		}
+	}
+	current, latest, behind, err := migrations.Behind(ctx, sch.prov)
+	if err != nil {
+		sch.close()
+		return nil, fmt.Errorf("cannot read the schema version (is DATABASE_URL right?): %w", err)
+	}
+	if behind {
+		sch.close()
+		return nil, fmt.Errorf("the database schema is at version %d but this binary needs %d: run `invoiced migrate up` (or start with `invoiced serve --migrate`)", current, latest)
+	}
+	sch.latest = latest
+	return sch, nil
+}
+
+func (s *schema) close() { _ = s.db.Close() }
+
+// ready is /readyz's check: the database answers and the schema is
+// still current (another replica's binary may have migrated past it).
+func (s *schema) ready(pool *pgxpool.Pool) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := pool.Ping(ctx); err != nil {
+			return errors.New("database unreachable")
+		}
+		if _, _, behind, err := migrations.Behind(ctx, s.prov); err != nil || behind {
+			return errors.New("schema not current")
+		}
+		return nil
+	}
+}
+
+// serveSides starts the listeners beside the API's: Prometheus metrics
+// on INVOICED_METRICS_ADDR (setting cfg.HTTP.Metrics, so the API records
+// into them) and pprof on INVOICED_PPROF_ADDR, each only when set. The
+// func returned stops them.
+func serveSides(e env, cfg *config, pool *pgxpool.Pool, log *slog.Logger) (func(), error) {
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	if cfg.MetricsAddr != "" {
+		metrics := server.NewMetrics()
+		metrics.RegisterPool(pool)
+		metrics.Registry.MustRegister(steploop.TokensTotal)
+		cfg.HTTP.Metrics = metrics
+		s, err := serveSide("INVOICED_METRICS_ADDR", cfg.MetricsAddr, metrics.Handler(), log)
+		if err != nil {
+			return nil, err
+		}
+		stops = append(stops, s)
+	}
+	if addr := e.get("INVOICED_PPROF_ADDR", ""); addr != "" {
+		s, err := servePprof(addr, log)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		stops = append(stops, s)
+	}
+	return stop, nil
 }

@@ -63,8 +63,7 @@ func withAccounts(ctx context.Context, e env, fn func(*accounts.Service) error) 
 
 func cmdUsers(ctx context.Context, e env, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, usersUsage)
-		return errUsage
+		return subcommandError(stderr, "users", args, usersUsage)
 	}
 	switch args[0] {
 	case "create":
@@ -79,8 +78,7 @@ func cmdUsers(ctx context.Context, e env, args []string, stdin io.Reader, stdout
 		fmt.Fprintln(stdout, usersUsage)
 		return nil
 	}
-	fmt.Fprintf(stderr, "invoiced users: unknown subcommand %q\n%s\n", args[0], usersUsage)
-	return errUsage
+	return subcommandError(stderr, "users", args, usersUsage)
 }
 
 func cmdUsersCreate(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
@@ -94,9 +92,11 @@ func cmdUsersCreate(ctx context.Context, e env, args []string, stdout, stderr io
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *username == "" || *role == "" {
-		fs.Usage()
-		return errUsage
+	if missing := missingFlags("--username", *username, "--role", *role); missing != "" {
+		return usageError(fs, "%s, for example: invoiced users create --username alice --role clerk", missing)
+	}
+	if fs.NArg() > 0 {
+		return usageError(fs, "%q is not a flag; every value follows its flag, as in --username alice", fs.Arg(0))
 	}
 	r, err := identity.ParseRole(*role)
 	if err != nil {
@@ -191,8 +191,7 @@ func cmdUsersChange(ctx context.Context, e env, verb string, args []string, stdo
 		want = 1
 	}
 	if len(rest) != want {
-		fs.Usage()
-		return errUsage
+		return usageError(fs, "%s", changeArgs(verb, clearEmail))
 	}
 	switch verb {
 	case "disable", "enable":
@@ -215,13 +214,45 @@ func cmdUsersChange(ctx context.Context, e env, verb string, args []string, stdo
 		if err != nil {
 			return err
 		}
-		up, err := svc.Update(ctx, opsActor(e), u.ID, 0, p)
+		up, err := svc.Update(ctx, opsActor(e), u.ID, capability.IfMatch{}, p)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, describeChange(u, up))
 		return nil
 	})
+}
+
+// changeArgs says what users VERB needs (it got other arguments).
+func changeArgs(verb string, clearEmail bool) string {
+	switch {
+	case verb == "role":
+		return "name the user and the role (clerk, approver or admin), for example: invoiced users role bob approver"
+	case verb == "email" && clearEmail:
+		return "name the user alone with --clear, for example: invoiced users email bob --clear"
+	case verb == "email":
+		return "name the user and the address (or --clear), for example: invoiced users email bob bob@example.com"
+	}
+	return "name one user, for example: invoiced users " + verb + " bob"
+}
+
+// missingFlags names the flags whose value is empty, of the flag, value
+// pairs given, as a sentence's subject ("--username and --role are
+// required"), or "".
+func missingFlags(flagValues ...string) string {
+	var names []string
+	for i := 0; i+1 < len(flagValues); i += 2 {
+		if flagValues[i+1] == "" {
+			names = append(names, flagValues[i])
+		}
+	}
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0] + " is required"
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + " are required"
 }
 
 // describeChange says what Update did to before, in a line.
@@ -260,8 +291,7 @@ func emailOf(u *identity.User) string {
 
 func cmdTokens(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, tokensUsage)
-		return errUsage
+		return subcommandError(stderr, "tokens", args, tokensUsage)
 	}
 	switch args[0] {
 	case "create":
@@ -274,8 +304,7 @@ func cmdTokens(ctx context.Context, e env, args []string, stdout, stderr io.Writ
 		fmt.Fprintln(stdout, tokensUsage)
 		return nil
 	}
-	fmt.Fprintf(stderr, "invoiced tokens: unknown subcommand %q\n%s\n", args[0], tokensUsage)
-	return errUsage
+	return subcommandError(stderr, "tokens", args, tokensUsage)
 }
 
 func cmdTokensCreate(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
@@ -287,9 +316,8 @@ func cmdTokensCreate(ctx context.Context, e env, args []string, stdout, stderr i
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *username == "" {
-		fs.Usage()
-		return errUsage
+	if *username == "" || fs.NArg() > 0 {
+		return usageError(fs, "name the user with --username, for example: invoiced tokens create --username alice")
 	}
 	return withAccounts(ctx, e, func(svc *accounts.Service) error {
 		u, err := svc.GetByUsername(ctx, *username)
@@ -311,8 +339,7 @@ func cmdTokensList(ctx context.Context, e env, args []string, stdout, stderr io.
 		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return errUsage
+		return usageError(fs, "name one user, for example: invoiced tokens list alice")
 	}
 	return withAccounts(ctx, e, func(svc *accounts.Service) error {
 		u, err := svc.GetByUsername(ctx, fs.Arg(0))
@@ -350,12 +377,11 @@ func cmdTokensRevoke(ctx context.Context, e env, args []string, stdout, stderr i
 		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return errUsage
+		return usageError(fs, "name one token by the ID `invoiced tokens list NAME` prints")
 	}
 	id, err := uuid.Parse(fs.Arg(0))
 	if err != nil {
-		return problem.NotFound("token " + fs.Arg(0))
+		return fmt.Errorf("token %q not found: `invoiced tokens list NAME` prints the IDs of a user's tokens", fs.Arg(0))
 	}
 	return withAccounts(ctx, e, func(svc *accounts.Service) error {
 		t, err := svc.TokenRevoke(ctx, opsActor(e), id)

@@ -29,8 +29,7 @@ const webhooksUsage = `Usage:
 
 func cmdWebhooks(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, webhooksUsage)
-		return errUsage
+		return subcommandError(stderr, "webhooks", args, webhooksUsage)
 	}
 	switch args[0] {
 	case "add":
@@ -45,8 +44,7 @@ func cmdWebhooks(ctx context.Context, e env, args []string, stdout, stderr io.Wr
 		fmt.Fprintln(stdout, webhooksUsage)
 		return nil
 	}
-	fmt.Fprintf(stderr, "invoiced webhooks: unknown subcommand %q\n%s\n", args[0], webhooksUsage)
-	return errUsage
+	return subcommandError(stderr, "webhooks", args, webhooksUsage)
 }
 
 // webhookSettings reads INVOICED_WEBHOOKS_ALLOW_PRIVATE and
@@ -97,6 +95,17 @@ func webhooksCLI(ctx context.Context, e env, as string) (*webhooks.Service, *pgx
 	return webhooks.NewService(pool, emit, cfg), pool, p, nil
 }
 
+// argName is the positional argument fs's synopsis names: URL,
+// ENDPOINT_ID, DELIVERY_ID.
+func argName(fs *flag.FlagSet) string {
+	for _, w := range strings.Fields(fs.Name()) {
+		if w == strings.ToUpper(w) && !strings.HasPrefix(w, "-") {
+			return w
+		}
+	}
+	return "the argument"
+}
+
 // parseOneArg parses flags before and after one positional argument.
 func parseOneArg(fs *flag.FlagSet, args []string) (string, error) {
 	if err := parse(fs, args); err != nil {
@@ -104,16 +113,14 @@ func parseOneArg(fs *flag.FlagSet, args []string) (string, error) {
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
-		fs.Usage()
-		return "", errUsage
+		return "", usageError(fs, "%s is missing", argName(fs))
 	}
 	arg := rest[0]
 	if err := parse(fs, rest[1:]); err != nil {
 		return "", err
 	}
 	if len(fs.Args()) != 0 {
-		fs.Usage()
-		return "", errUsage
+		return "", usageError(fs, "it takes one %s, then flags; %q is one too many", argName(fs), fs.Arg(0))
 	}
 	return arg, nil
 }
@@ -127,9 +134,8 @@ func cmdWebhooksAdd(ctx context.Context, e env, args []string, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	if *evs == "" || *as == "" {
-		fs.Usage()
-		return errUsage
+	if missing := missingFlags("--events", *evs, "--as", *as); missing != "" {
+		return usageError(fs, "%s, for example: invoiced webhooks add https://erp.example.com/hooks --events invoice.issued --as ada", missing)
 	}
 	svc, pool, p, err := webhooksCLI(ctx, e, *as)
 	if err != nil {
@@ -191,8 +197,7 @@ func cmdWebhooksAct(ctx context.Context, e env, action string, args []string, st
 		return err
 	}
 	if *as == "" {
-		fs.Usage()
-		return errUsage
+		return usageError(fs, "--as is required: the username of the admin acting, as in --as ada")
 	}
 	id, err := uuid.Parse(arg)
 	if err != nil {
@@ -205,13 +210,13 @@ func cmdWebhooksAct(ctx context.Context, e env, action string, args []string, st
 	defer pool.Close()
 	switch action {
 	case "disable", "enable":
-		ep, err := svc.SetEnabled(ctx, p, capability.PathCLI, id, 0, action == "enable")
+		ep, err := svc.SetEnabled(ctx, p, capability.PathCLI, id, capability.IfMatch{}, action == "enable")
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "webhook endpoint %s is %sd\n", ep.ID, action)
 	case "rotate-secret":
-		ep, err := svc.RotateSecret(ctx, p, capability.PathCLI, id, 0)
+		ep, err := svc.RotateSecret(ctx, p, capability.PathCLI, id, capability.IfMatch{})
 		if err != nil {
 			return err
 		}

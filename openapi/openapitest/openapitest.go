@@ -89,6 +89,13 @@ func schemaError(err *openapi3.SchemaError) string {
 // requests on purpose, and the server refusing them too is agreement. A
 // path or method the document lacks may only be answered 404 or 405.
 //
+// HEAD and OPTIONS follow the rule the document's description states
+// rather than an operation each: a HEAD is checked as the path's GET
+// (status, headers) without a body, unless that GET is an event stream,
+// which has no HEAD; an OPTIONS must be answered 204 with an Allow header
+// naming exactly Allow(path) (or a status every operation of the path
+// declares, such as 401).
+//
 // The mismatches are reported by a Cleanup registered now, so it runs
 // after the Cleanups the caller registers later (closing its server)
 // and after the exchanges still running have ended.
@@ -180,9 +187,51 @@ func (c *checker) mismatch(req *http.Request, format string, args ...any) {
 	s.n++
 }
 
+// Allow is the Allow header the server answers OPTIONS on a path of the
+// document with, sorted: OPTIONS, the path's methods, and HEAD beside a
+// GET that is not an event stream (RFC 9110 §9.3.2, §9.3.7).
+func Allow(item *openapi3.PathItem) []string {
+	methods := []string{http.MethodOptions}
+	for m, op := range item.Operations() {
+		methods = append(methods, m)
+		if m == http.MethodGet && !streams(op) {
+			methods = append(methods, http.MethodHead)
+		}
+	}
+	sort.Strings(methods)
+	return methods
+}
+
+// streams says whether op answers 200 with an event stream.
+func streams(op *openapi3.Operation) bool {
+	r := op.Responses.Status(http.StatusOK)
+	return r != nil && r.Value != nil && r.Value.Content.Get("text/event-stream") != nil
+}
+
+// headOptions are the options for a HEAD's response: its body is the
+// GET's, which net/http does not send.
+var headOptions = func() *openapi3filter.Options {
+	o := *options
+	o.ExcludeResponseBody = true
+	return &o
+}()
+
 func (c *checker) serve(h http.Handler, w http.ResponseWriter, req *http.Request) {
+	if req.Method == http.MethodOptions {
+		c.serveOptions(h, w, req)
+		return
+	}
 	body, readErr := readAll(req)
-	route, params, findErr := c.router.FindRoute(req)
+	// A HEAD is the path's GET without the body.
+	lookup, opts := req, options
+	if req.Method == http.MethodHead {
+		lookup, opts = req.Clone(req.Context()), headOptions
+		lookup.Method = http.MethodGet
+	}
+	route, params, findErr := c.router.FindRoute(lookup)
+	if findErr == nil && req.Method == http.MethodHead && streams(route.Operation) {
+		findErr = routers.ErrMethodNotAllowed
+	}
 	var in *openapi3filter.RequestValidationInput
 	var reqErr error
 	// A body that could not be read whole (the client stalled or hung up)
@@ -190,9 +239,9 @@ func (c *checker) serve(h http.Handler, w http.ResponseWriter, req *http.Request
 	if findErr == nil && readErr == nil {
 		// A clone: validation reads the body and may rewrite parts of
 		// the request.
-		vr := req.Clone(context.WithoutCancel(req.Context()))
+		vr := lookup.Clone(context.WithoutCancel(req.Context()))
 		vr.Body = readCloser(body)
-		in = &openapi3filter.RequestValidationInput{Request: vr, PathParams: params, Route: route, Options: options}
+		in = &openapi3filter.RequestValidationInput{Request: vr, PathParams: params, Route: route, Options: opts}
 		reqErr = openapi3filter.ValidateRequest(vr.Context(), in)
 	}
 
@@ -219,7 +268,7 @@ func (c *checker) serve(h http.Handler, w http.ResponseWriter, req *http.Request
 		return
 	}
 	op := route.Operation
-	what := route.Method + " " + route.Path
+	what := req.Method + " " + route.Path
 	if reqErr != nil && status < 400 {
 		c.mismatch(req, "%s %s to a request %s refuses (the server must refuse it too, or the document accept it): %v",
 			what, got, op.OperationID, oneLine(reqErr))
@@ -244,11 +293,11 @@ func (c *checker) serve(h http.Handler, w http.ResponseWriter, req *http.Request
 		}
 	}
 	err := openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: responseInput(in, route, params, req),
+		RequestValidationInput: responseInput(in, route, params, lookup, opts),
 		Status:                 status,
 		Header:                 rec.Header(),
 		Body:                   readCloser(rec.body.Bytes()),
-		Options:                options,
+		Options:                opts,
 	})
 	if err != nil {
 		c.mismatch(req, "%s %s, which does not match responses.\"%d\" of %s: %v", what, got, status, op.OperationID, oneLine(err))
@@ -257,11 +306,67 @@ func (c *checker) serve(h http.Handler, w http.ResponseWriter, req *http.Request
 
 // responseInput is the request side ValidateResponse needs: the validated
 // request's, or one naming the route when the request was not validated.
-func responseInput(in *openapi3filter.RequestValidationInput, route *routers.Route, params map[string]string, req *http.Request) *openapi3filter.RequestValidationInput {
+func responseInput(in *openapi3filter.RequestValidationInput, route *routers.Route, params map[string]string, req *http.Request,
+	opts *openapi3filter.Options) *openapi3filter.RequestValidationInput {
 	if in != nil {
 		return in
 	}
-	return &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: options}
+	return &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
+}
+
+// serveOptions checks an OPTIONS exchange: on a path of the document, 204
+// with exactly Allow(path) and no body, or a status each of the path's
+// operations declares (401 before authentication, 503); elsewhere, 404.
+func (c *checker) serveOptions(h http.Handler, w http.ResponseWriter, req *http.Request) {
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	h.ServeHTTP(rec, req)
+	if rec.status == notSent {
+		return
+	}
+	item := c.pathItem(req)
+	if item == nil {
+		if rec.status != http.StatusNotFound {
+			c.mismatch(req, "OPTIONS %s answered %d, but openapi/openapi.yaml has no such path: only 404 fits", pathTemplate(req.URL.Path), rec.status)
+		}
+		return
+	}
+	what := "OPTIONS " + pathTemplate(req.URL.Path)
+	if rec.status != http.StatusNoContent {
+		for _, op := range item.Operations() {
+			if op.Responses.Status(rec.status) == nil {
+				c.mismatch(req, "%s answered %d, which not every operation of the path declares: OPTIONS answers 204 with Allow", what, rec.status)
+				return
+			}
+		}
+		return
+	}
+	var got []string
+	for _, m := range strings.Split(rec.Header().Get("Allow"), ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			got = append(got, m)
+		}
+	}
+	sort.Strings(got)
+	if want := Allow(item); !slices.Equal(got, want) {
+		c.mismatch(req, "%s answered Allow: %s, but the document's operations for the path make it %s (HEAD beside a GET that is no event stream)",
+			what, strings.Join(got, ", "), strings.Join(want, ", "))
+	}
+	if rec.body.Len() > 0 {
+		c.mismatch(req, "%s answered 204 with a body", what)
+	}
+}
+
+// pathItem is the document's path that req's path matches, whatever the
+// method, or nil.
+func (c *checker) pathItem(req *http.Request) *openapi3.PathItem {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete} {
+		r := req.Clone(req.Context())
+		r.Method = m
+		if route, _, err := c.router.FindRoute(r); err == nil {
+			return route.PathItem
+		}
+	}
+	return nil
 }
 
 // problemCode is " CODE" when the response is a problem with a code.

@@ -127,6 +127,46 @@ func TestMismatchesAreFoundAndNamed(t *testing.T) {
 		"a page redirect": {
 			x: exchange{method: "GET", path: "/inbox", status: 303, header: map[string]string{"Location": "/login?next=%2Finbox", "X-Request-Id": "r1"}},
 		},
+		"a HEAD, as its GET": {x: exchange{method: "HEAD", path: get, status: 200, header: jsonWithID, answer: invoice}},
+		"a HEAD answered with a status its GET lacks": {
+			x:    exchange{method: "HEAD", path: get, status: 409, header: problem, answer: strings.Replace(notFound, "NOT_FOUND", "CONFLICT", 1)},
+			want: []string{`HEAD /v1/invoices/{id} answered 409 CONFLICT, not declared for get-invoice`},
+		},
+		"a HEAD with a header its GET lacks": {
+			x:    exchange{method: "HEAD", path: get, status: 200, header: map[string]string{"Content-Type": "application/json", "X-Request-Id": "r1", "ETag": `"1"`, "Location": "/x"}},
+			want: []string{`HEAD /v1/invoices/{id} answered 200 with header Location, not declared on responses."200" of get-invoice`},
+		},
+		"a HEAD of an event stream, refused": {
+			x: exchange{method: "HEAD", path: "/v1/approvals/events", status: 405, header: problem,
+				answer: `{"type":"about:blank","title":"Method Not Allowed","status":405,"code":"METHOD_NOT_ALLOWED"}`},
+		},
+		"a HEAD of an event stream, answered": {
+			x:    exchange{method: "HEAD", path: "/v1/approvals/events", status: 200, header: map[string]string{"Content-Type": "text/event-stream", "X-Request-Id": "r1"}},
+			want: []string{"HEAD /v1/approvals/events answered 200, but openapi/openapi.yaml has no such operation"},
+		},
+		"OPTIONS, as the document's methods": {
+			x: exchange{method: "OPTIONS", path: get, status: 204, header: map[string]string{"Allow": "OPTIONS, DELETE, GET, HEAD, PATCH", "X-Request-Id": "r1"}},
+		},
+		"OPTIONS of an event stream: no HEAD": {
+			x: exchange{method: "OPTIONS", path: "/v1/approvals/events", status: 204, header: map[string]string{"Allow": "OPTIONS, GET"}},
+		},
+		"OPTIONS with an Allow the document does not make": {
+			x:    exchange{method: "OPTIONS", path: get, status: 204, header: map[string]string{"Allow": "OPTIONS, DELETE, GET, PATCH"}},
+			want: []string{"OPTIONS /v1/invoices/{id} answered Allow: DELETE, GET, OPTIONS, PATCH", "make it DELETE, GET, HEAD, OPTIONS, PATCH"},
+		},
+		"OPTIONS with a body": {
+			x:    exchange{method: "OPTIONS", path: get, status: 204, header: map[string]string{"Allow": "OPTIONS, DELETE, GET, HEAD, PATCH"}, answer: "x"},
+			want: []string{"answered 204 with a body"},
+		},
+		"OPTIONS before authentication": {
+			x: exchange{method: "OPTIONS", path: get, status: 401, header: problem,
+				answer: `{"type":"about:blank","title":"Unauthorized","status":401,"code":"UNAUTHENTICATED"}`},
+		},
+		"OPTIONS answered 200": {
+			x:    exchange{method: "OPTIONS", path: get, status: 200, header: map[string]string{"Allow": "OPTIONS, DELETE, GET, HEAD, PATCH"}},
+			want: []string{"OPTIONS /v1/invoices/{id} answered 200, which not every operation of the path declares"},
+		},
+		"OPTIONS on a path the document lacks": {x: exchange{method: "OPTIONS", path: "/v1/nothing-here", status: 404, header: problem, answer: notFound}},
 		"a redirect without its Location": {
 			x:    exchange{method: "GET", path: "/inbox", status: 303, header: map[string]string{"X-Request-Id": "r1"}},
 			want: []string{`GET /inbox answered 303, which does not match responses."303" of page-inbox`, "Location"},
