@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/money"
 	"github.com/stretchr/testify/require"
 )
@@ -92,5 +93,31 @@ func TestChatAmountsReadAsThePages(t *testing.T) {
 	require.Len(t, got, len(samples))
 	for i, s := range samples {
 		require.Equal(t, money.Display(s.Amount, s.Currency), got[i], "%d %s", s.Amount, s.Currency)
+	}
+}
+
+// The chat page's drafted lines show quantities as the pages and the PDF
+// do (document.Quantity).
+func TestChatQuantitiesReadAsThePages(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	require.NoError(t, err)
+	samples := []int64{0, 1, 7, 999, 1000, 1234, 1234567, 1<<53 - 1}
+	in, err := json.Marshal(samples)
+	require.NoError(t, err)
+	src, err := filepath.Abs("chat/src/money.js")
+	require.NoError(t, err)
+	cmd := exec.Command(node, "--input-type=module", "-e", `
+		import { quantity } from `+strconv.Quote("file://"+src)+`;
+		const chunks = []; for await (const c of process.stdin) chunks.push(c);
+		console.log(JSON.stringify(JSON.parse(Buffer.concat(chunks)).map(quantity)));`)
+	cmd.Stdin = bytes.NewReader(in)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var got []string
+	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+	require.Len(t, got, len(samples))
+	for i, q := range samples {
+		require.Equal(t, document.Quantity(q), got[i], "%d", q)
 	}
 }

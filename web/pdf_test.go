@@ -8,10 +8,12 @@ import (
 
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
+	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/document/documenttest"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/problem"
 	"github.com/stretchr/testify/require"
 )
 
@@ -89,11 +91,15 @@ func TestInvoicePDFPageWithoutSellerNamesTheSettings(t *testing.T) {
 	require.Contains(t, p.body, "INVOICED_SELLER_NAME")
 }
 
-// The invoice page and its PDF show a line's quantity and tax rate the
-// same way, grouped as amounts are: 1234 is "1,234" on both.
+// The invoice page, the approval page and the PDF show a line's quantity
+// and tax rate the same way, grouped as amounts are: 1234 is "1,234" on
+// each.
 func TestInvoicePageAndPDFShowQuantitiesAlike(t *testing.T) {
 	t.Parallel()
 	b := setupSeller(t)
+	// Over 10,000 EUR the default policy wants two approvers.
+	b.user(t, "alice", identity.RoleApprover)
+	b.user(t, "bob", identity.RoleApprover)
 	clerk := b.user(t, "carl", identity.RoleClerk)
 	ag := b.agent(clerk, "c")
 	ctx := context.Background()
@@ -106,6 +112,15 @@ func TestInvoicePageAndPDFShowQuantitiesAlike(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	id := out.(*invoices.Invoice).ID.String()
+	_, err = ag.call(ctx, "issue-invoice", map[string]any{"invoice_id": id})
+	pe, ok := problem.As(err)
+	require.True(t, ok, "want APPROVAL_REQUIRED, got %v", err)
+	require.Equal(t, approvals.CodeApprovalRequired, pe.Code, pe.Detail)
+	approvalID := pe.Extra["approval_id"].(string)
+	approver := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, approver.signIn("alice", testPassword).status)
+	request := approver.do(http.MethodGet, "/approvals/"+approvalID, nil)
+	require.Equal(t, http.StatusOK, request.status)
 	br := b.browser(t)
 	require.Equal(t, http.StatusSeeOther, br.signIn("carl", testPassword).status)
 
@@ -123,7 +138,9 @@ func TestInvoicePageAndPDFShowQuantitiesAlike(t *testing.T) {
 		{1234567, "Rivets", "1,234,567", "0.01", "0 %", "12,345.67"},
 	} {
 		require.Equal(t, l.qty, document.Quantity(l.quantity))
-		require.Contains(t, page.body, "<tr><td>"+l.desc+`</td><td class="num">`+l.qty+`</td><td class="num">`+l.unit+`</td><td class="num">`+l.rate+"<br>")
+		row := "<tr><td>" + l.desc + `</td><td class="num">` + l.qty + `</td><td class="num">` + l.unit + `</td><td class="num">` + l.rate + "<br>"
+		require.Contains(t, page.body, row)
+		require.Contains(t, request.body, row)
 		documenttest.RequireLines(t, text, l.desc+" "+l.qty+" "+l.unit+" "+l.rate+" "+l.amount)
 	}
 }

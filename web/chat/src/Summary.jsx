@@ -2,7 +2,7 @@
 // through /v1), amounts in their currency, lines as a table. The raw
 // input stays one click away in the tool's details.
 import { createContext, useContext, useEffect, useState } from 'react';
-import { display } from './money.js';
+import { display, quantity } from './money.js';
 
 export const ApiContext = createContext(null);
 
@@ -61,7 +61,7 @@ function Lines({ lines, currency }) {
         {lines.map((l, i) => (
           <tr key={i}>
             <td>{l && l.description}</td>
-            <td className="num">{l && l.quantity}</td>
+            <td className="num">{l && Number.isInteger(l.quantity) ? quantity(l.quantity) : String(l.quantity ?? '')}</td>
             <td className="num">{l && Number.isInteger(l.unit_amount) && currency ? display(l.unit_amount, currency) : ''}</td>
             <td className="num">{l && Number.isInteger(l.tax_rate_bps) ? rate(l.tax_rate_bps) : ''}</td>
           </tr>

@@ -24,3 +24,9 @@ export function grouped(amount, currency) {
 export function display(amount, currency) {
   return `${grouped(amount, currency)} ${currency}`;
 }
+
+// quantity groups a line's quantity as the server's pages and documents do
+// (document.Quantity): 1234567 is "1,234,567".
+export function quantity(q) {
+  return BigInt(q).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
