@@ -34,7 +34,11 @@ func peakRSS(pid int) int64 {
 
 // cpuTime is a process's user+system CPU so far (/proc/PID/stat fields 14
 // and 15, in clock ticks of 10 ms on Linux).
-func cpuTime(pid int) time.Duration {
+func cpuTime(pid int) time.Duration { return statTicks(pid, 11, 12) }
+
+// statTicks sums /proc/PID/stat's fields at the given indexes (counted
+// from the state, field 3) as CPU time.
+func statTicks(pid int, fields ...int) time.Duration {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
@@ -45,17 +49,22 @@ func cpuTime(pid int) time.Duration {
 		return 0
 	}
 	f := strings.Fields(string(raw[i+1:]))
-	if len(f) < 13 {
-		return 0
+	var ticks int64
+	for _, k := range fields {
+		if k >= len(f) {
+			return 0
+		}
+		n, _ := strconv.ParseInt(f[k], 10, 64)
+		ticks += n
 	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+s) * 10 * time.Millisecond
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
-// postgresCPU sums cpuTime over every process named postgres: the
-// backends serving the benchmark, the WAL writer and the checkpointer.
-// With a remote database it is zero.
+// postgresCPU sums the CPU of every process named postgres: the backends
+// serving the benchmark, the WAL writer and the checkpointer, and the
+// children the postmaster has reaped (fields 16 and 17): without those, a
+// backend that ends between two readings takes its CPU out of the sum,
+// which then shrinks. With a remote database it is zero.
 func postgresCPU() time.Duration {
 	ents, _ := os.ReadDir("/proc")
 	var total time.Duration
@@ -65,7 +74,7 @@ func postgresCPU() time.Duration {
 			continue
 		}
 		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(comm)) == "postgres" {
-			total += cpuTime(pid)
+			total += statTicks(pid, 11, 12, 13, 14)
 		}
 	}
 	return total
