@@ -238,15 +238,19 @@ func TestServeShutdownEndsAChatToolBlockedOnALock(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the model was never called")
 	}
-	// Wait until the tool's query, in this test's database, waits on the
-	// lock: 60 s, since under a loaded parallel run the turn's bookkeeping
-	// before the tool has taken over 20 s.
+	// Wait until the tool's query waits on the lock, watched from a
+	// connection of its own: the locker's open transaction would keep
+	// reading the activity snapshot its first look took (PostgreSQL keeps
+	// one per transaction), and miss a query that started waiting later.
+	watcher, err := pgx.Connect(context.Background(), dbURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = watcher.Close(context.Background()) })
 	require.Eventually(t, func() bool {
 		var n int
-		require.NoError(t, locker.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND application_name = 'invoiced' AND wait_event_type = 'Lock'`).Scan(&n))
-		return n > 0
-	}, 60*time.Second, 100*time.Millisecond, "the tool's query never waited on the lock")
+		err := watcher.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name = 'invoiced' AND wait_event_type = 'Lock'`).Scan(&n)
+		return err == nil && n > 0
+	}, 20*time.Second, 100*time.Millisecond, "the tool's query never waited on the lock")
 
 	start := time.Now()
 	cancel() // SIGTERM
