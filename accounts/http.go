@@ -6,10 +6,8 @@ import (
 	"net/http"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
-	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
 	"github.com/labstack/echo/v4"
@@ -19,28 +17,6 @@ import (
 // table puts identity.RequireRole(admin) in front of each route).
 type Handler struct {
 	Svc *Service
-}
-
-func pathID(c echo.Context, what string) (uuid.UUID, error) {
-	id, err := uuid.Parse(c.Param("id"))
-	if err != nil {
-		return uuid.Nil, problem.NotFound(what)
-	}
-	return id, nil
-}
-
-func pageRequest(c echo.Context) (page.Request, error) {
-	var (
-		p   page.Request
-		err error
-	)
-	if v := c.QueryParam("cursor"); v != "" {
-		if p.After, err = page.ParseCursor(v); err != nil {
-			return p, err
-		}
-	}
-	p.Limit, err = page.ParseLimit(c.QueryParam("limit"))
-	return p, err
 }
 
 func actor(c echo.Context) (Actor, error) {
@@ -55,7 +31,7 @@ func userJSON(c echo.Context, u *identity.User) error {
 
 // List answers GET /v1/users?cursor=&limit=.
 func (h *Handler) List(c echo.Context) error {
-	p, err := pageRequest(c)
+	p, err := server.PageQuery(c)
 	if err != nil {
 		return err
 	}
@@ -68,7 +44,7 @@ func (h *Handler) List(c echo.Context) error {
 
 // Get answers GET /v1/users/{id}.
 func (h *Handler) Get(c echo.Context) error {
-	id, err := pathID(c, "user")
+	id, err := server.PathID(c, "user")
 	if err != nil {
 		return err
 	}
@@ -143,7 +119,7 @@ func (h *Handler) Update(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := pathID(c, "user")
+	id, err := server.PathID(c, "user")
 	if err != nil {
 		return err
 	}
@@ -175,11 +151,11 @@ func (h *Handler) Update(c echo.Context) error {
 
 // Tokens answers GET /v1/users/{id}/tokens?cursor=&limit=.
 func (h *Handler) Tokens(c echo.Context) error {
-	id, err := pathID(c, "user")
+	id, err := server.PathID(c, "user")
 	if err != nil {
 		return err
 	}
-	p, err := pageRequest(c)
+	p, err := server.PageQuery(c)
 	if err != nil {
 		return err
 	}
@@ -197,7 +173,7 @@ func (h *Handler) TokenRevoke(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := pathID(c, "token")
+	id, err := server.PathID(c, "token")
 	if err != nil {
 		return err
 	}

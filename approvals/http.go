@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
-	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
 	"github.com/labstack/echo/v4"
@@ -31,14 +30,6 @@ type Handler struct {
 	Heartbeat time.Duration
 }
 
-func parseID(c echo.Context) (uuid.UUID, error) {
-	id, err := uuid.Parse(c.Param("id"))
-	if err != nil {
-		return uuid.Nil, problem.NotFound("approval")
-	}
-	return id, nil
-}
-
 // parseListParams reads ?status=&cursor=&limit= of the inbox list.
 func parseListParams(c echo.Context) (ListParams, error) {
 	var (
@@ -50,12 +41,7 @@ func parseListParams(c echo.Context) (ListParams, error) {
 			return p, err
 		}
 	}
-	if v := c.QueryParam("cursor"); v != "" {
-		if p.Page.After, err = page.ParseCursor(v); err != nil {
-			return p, err
-		}
-	}
-	p.Page.Limit, err = page.ParseLimit(c.QueryParam("limit"))
+	p.Page, err = server.PageQuery(c)
 	return p, err
 }
 
@@ -100,7 +86,7 @@ func parseWait(v string) (time.Duration, error) {
 // longer than a heartbeat checks its credential again before it answers,
 // as the event stream does.
 func (h *Handler) Get(c echo.Context) error {
-	id, err := parseID(c)
+	id, err := server.PathID(c, "approval")
 	if err != nil {
 		return err
 	}
@@ -155,7 +141,7 @@ func (h *Handler) act(c echo.Context, body any, field string,
 	if err != nil {
 		return err
 	}
-	id, err := parseID(c)
+	id, err := server.PathID(c, "approval")
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/store"
 	"github.com/labstack/echo/v4"
 )
@@ -216,7 +217,7 @@ func civil(t time.Time) time.Time {
 // JSON. The document's own read (the invoice with its customer, payments
 // and credit notes) is one snapshot.
 func (h *Handler) InvoicePDF(c echo.Context) error {
-	id, err := pathID(c, "invoice")
+	id, err := server.PathID(c, "invoice")
 	if err != nil {
 		return err
 	}
@@ -237,7 +238,7 @@ func (h *Handler) InvoicePDF(c echo.Context) error {
 // CreditNotePDF serves GET /v1/credit-notes/{id}/pdf, a rendering of
 // get-credit-note. A credit note never changes, so neither do its bytes.
 func (h *Handler) CreditNotePDF(c echo.Context) error {
-	id, err := pathID(c, "credit note")
+	id, err := server.PathID(c, "credit note")
 	if err != nil {
 		return err
 	}

@@ -61,19 +61,8 @@ func body(c echo.Context, key string, id uuid.UUID) (*jsondoc.Doc, error) {
 	return doc, nil
 }
 
-// pathID returns the {id} path parameter; an id that is not a UUID in its
-// canonical form cannot exist, so it is a 404 like any other unknown id.
-func pathID(c echo.Context, what string) (uuid.UUID, error) {
-	raw := c.Param("id")
-	id, err := uuid.Parse(raw)
-	if err != nil || len(raw) != len(uuid.Nil.String()) {
-		return uuid.Nil, problem.NotFound(what)
-	}
-	return id, nil
-}
-
 func (h *Handler) run(c echo.Context, name, key, what string, status int) error {
-	id, err := pathID(c, what)
+	id, err := server.PathID(c, what)
 	if err != nil {
 		return err
 	}
@@ -104,7 +93,7 @@ func (h *Handler) list(c echo.Context, name string) error {
 func (h *Handler) listUnder(c echo.Context, name, key, what string) error {
 	in := map[string]any{}
 	if key != "" {
-		id, err := pathID(c, what)
+		id, err := server.PathID(c, what)
 		if err != nil {
 			return err
 		}
@@ -164,7 +153,7 @@ func (h *Handler) created(c echo.Context, name, location string) error {
 // createdUnder is created of something the path's {id} holds: key (its
 // member in the input) is that id.
 func (h *Handler) createdUnder(c echo.Context, name, key, what, location string) error {
-	id, err := pathID(c, what)
+	id, err := server.PathID(c, what)
 	if err != nil {
 		return err
 	}

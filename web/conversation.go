@@ -7,6 +7,7 @@ import (
 
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/labstack/echo/v4"
 )
@@ -82,7 +83,7 @@ func (h *Handler) RequestConversation(c echo.Context, s *Session) error {
 	if s.User.Role != identity.RoleAdmin {
 		return problem.Forbidden("only admins read the conversation behind a request")
 	}
-	id, err := parseID(c, "approval")
+	id, err := server.PathID(c, "approval")
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/server"
 	"github.com/labstack/echo/v4"
 )
 
@@ -212,14 +213,6 @@ type approvalView struct {
 	Reason     string
 }
 
-func parseID(c echo.Context, what string) (uuid.UUID, error) {
-	id, err := uuid.Parse(c.Param("id"))
-	if err != nil {
-		return uuid.Nil, problem.NotFound(what)
-	}
-	return id, nil
-}
-
 // whyNotDecide says why viewer may not decide a; "" means they may. The
 // server refuses the same cases in approvals; this only hides buttons.
 func whyNotDecide(viewer *identity.User, a *approvals.Approval) string {
@@ -242,7 +235,7 @@ func whyNotDecide(viewer *identity.User, a *approvals.Approval) string {
 // approvalData is the request page's data for the approval the path
 // names, as viewer s.User sees it.
 func (h *Handler) approvalData(c echo.Context, s *Session) (*pageData, error) {
-	id, err := parseID(c, "approval")
+	id, err := server.PathID(c, "approval")
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +332,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // page with the form as it was sent.
 func (h *Handler) Decide(decision string) PageFunc {
 	return func(c echo.Context, s *Session) error {
-		id, err := parseID(c, "approval")
+		id, err := server.PathID(c, "approval")
 		if err != nil {
 			return err
 		}

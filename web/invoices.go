@@ -12,6 +12,7 @@ import (
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/server"
 	"github.com/labstack/echo/v4"
 )
 
@@ -226,7 +227,7 @@ func (h *Handler) Invoice(c echo.Context, s *Session) error {
 // invoiceWithCustomer reads the invoice the path names and its customer.
 func (h *Handler) invoiceWithCustomer(c echo.Context) (*invoices.Invoice, *invoices.Customer, error) {
 	ctx := c.Request().Context()
-	id, err := parseID(c, "invoice")
+	id, err := server.PathID(c, "invoice")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -247,7 +248,7 @@ func (h *Handler) invoiceWithCustomer(c echo.Context) (*invoices.Invoice, *invoi
 // approver decides on: a draft changed since is refused, never shown in
 // its place.
 func (h *Handler) InvoicePDF(c echo.Context, _ *Session) error {
-	id, err := parseID(c, "invoice")
+	id, err := server.PathID(c, "invoice")
 	if err != nil {
 		return err
 	}

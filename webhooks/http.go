@@ -6,8 +6,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
-	"github.com/invoiced/invoiced/page"
-	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
 	"github.com/labstack/echo/v4"
 )
@@ -25,25 +23,8 @@ func target(c echo.Context, what string) (identity.Principal, uuid.UUID, error) 
 	if err != nil {
 		return p, uuid.Nil, err
 	}
-	id, err := uuid.Parse(c.Param("id"))
-	if err != nil {
-		return p, uuid.Nil, problem.NotFound(what)
-	}
-	return p, id, nil
-}
-
-func pageRequest(c echo.Context) (page.Request, error) {
-	var (
-		r   page.Request
-		err error
-	)
-	if v := c.QueryParam("cursor"); v != "" {
-		if r.After, err = page.ParseCursor(v); err != nil {
-			return r, err
-		}
-	}
-	r.Limit, err = page.ParseLimit(c.QueryParam("limit"))
-	return r, err
+	id, err := server.PathID(c, what)
+	return p, id, err
 }
 
 // addBody is POST /v1/webhook-endpoints's body.
@@ -78,7 +59,7 @@ func (h *Handler) List(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := pageRequest(c)
+	r, err := server.PageQuery(c)
 	if err != nil {
 		return err
 	}
@@ -154,7 +135,7 @@ func (h *Handler) Deliveries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := pageRequest(c)
+	r, err := server.PageQuery(c)
 	if err != nil {
 		return err
 	}
