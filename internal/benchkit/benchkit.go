@@ -74,9 +74,33 @@ func SeedCustomer(ctx context.Context, dbURL string, id uuid.UUID) error {
 	return nil
 }
 
-// CPUTime is the user+system CPU a process has used (Linux /proc; 0 where
-// it cannot be read).
-func CPUTime(pid int) time.Duration {
+// CPUTime is the user+system CPU a process has used (/proc/PID/stat
+// fields 14 and 15; 0 where it cannot be read).
+func CPUTime(pid int) time.Duration { return statTicks(pid, 11, 12) }
+
+// PostgresCPU sums the CPU of every process named postgres: the backends
+// serving the benchmark, the WAL writer and the checkpointer, and the
+// children the postmaster has reaped (fields 16 and 17): without those, a
+// backend that ends between two readings takes its CPU out of the sum,
+// which then shrinks. With a remote database it is zero.
+func PostgresCPU() time.Duration {
+	ents, _ := os.ReadDir("/proc")
+	var total time.Duration
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(comm)) == "postgres" {
+			total += statTicks(pid, 11, 12, 13, 14)
+		}
+	}
+	return total
+}
+
+// statTicks sums /proc/PID/stat's fields at the given indexes (counted
+// from the state, field 3) as CPU time, in clock ticks of 10 ms on Linux.
+func statTicks(pid int, fields ...int) time.Duration {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
@@ -87,10 +111,13 @@ func CPUTime(pid int) time.Duration {
 		return 0
 	}
 	f := strings.Fields(string(raw[i+1:]))
-	if len(f) < 13 {
-		return 0
+	var ticks int64
+	for _, k := range fields {
+		if k >= len(f) {
+			return 0
+		}
+		n, _ := strconv.ParseInt(f[k], 10, 64)
+		ticks += n
 	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+s) * 10 * time.Millisecond
+	return time.Duration(ticks) * 10 * time.Millisecond
 }

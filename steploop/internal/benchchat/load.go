@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/internal/benchkit"
 )
 
 type result struct {
@@ -51,16 +52,16 @@ func measureOne(t target, c int, dur time.Duration) (result, error) {
 // measureWith is measureOne with the bodies next gives.
 func measureWith(t target, c int, dur time.Duration, next bodies) (result, error) {
 	resetPeakRSS(t.pid)
-	srv0, pg0, self0 := cpuTime(t.pid), postgresCPU(), cpuTime(os.Getpid())
+	srv0, pg0, self0 := benchkit.CPUTime(t.pid), benchkit.PostgresCPU(), benchkit.CPUTime(os.Getpid())
 	r, err := loadWith(t, c, dur, next)
 	if err != nil {
 		return r, err
 	}
 	r.PeakRSSKiB = peakRSS(t.pid)
 	if n := time.Duration(r.RPS * r.Elapsed.Seconds()); n > 0 {
-		r.CPUServer = (cpuTime(t.pid) - srv0) / n
-		r.CPUPostgres = (postgresCPU() - pg0) / n
-		r.CPULoad = (cpuTime(os.Getpid()) - self0) / n
+		r.CPUServer = (benchkit.CPUTime(t.pid) - srv0) / n
+		r.CPUPostgres = (benchkit.PostgresCPU() - pg0) / n
+		r.CPULoad = (benchkit.CPUTime(os.Getpid()) - self0) / n
 	}
 	return r, nil
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/invoiced/invoiced/migrations"
-	"github.com/jackc/pgx/v5"
+	"github.com/invoiced/invoiced/internal/benchkit"
 )
 
 // benchEnv is a fresh database, the customer the tool looks up, a clerk's
@@ -41,7 +39,7 @@ func newBenchEnv(admin string, serverEnv ...string) (*benchEnv, error) {
 	if e.tmp, err = os.MkdirTemp("", "bench-chat"); err != nil {
 		return nil, err
 	}
-	if e.dbURL, err = createDB(ctx, admin, e.dbName); err != nil {
+	if e.dbURL, err = benchkit.CreateDB(ctx, admin, e.dbName); err != nil {
 		e.close()
 		return nil, err
 	}
@@ -65,7 +63,7 @@ func (e *benchEnv) serve(ctx context.Context, serverEnv []string) error {
 	token := lines[len(lines)-1]
 	// The script is written once the customer exists, so the server
 	// starts after it.
-	if err := seedCustomer(ctx, e.dbURL, e.customerID); err != nil {
+	if err := benchkit.SeedCustomer(ctx, e.dbURL, e.customerID); err != nil {
 		return err
 	}
 	scriptPath := filepath.Join(e.tmp, "script.json")
@@ -96,7 +94,7 @@ func (e *benchEnv) close() {
 		_, _ = e.srv.Process.Wait()
 	}
 	if e.dbURL != "" {
-		dropDB(context.Background(), e.admin, e.dbName)
+		benchkit.DropDB(context.Background(), e.admin, e.dbName)
 	}
 	if e.tmp != "" {
 		_ = os.RemoveAll(e.tmp)
@@ -180,63 +178,4 @@ func repoRoot() (string, error) {
 		return "", err
 	}
 	return filepath.Dir(strings.TrimSpace(string(out))), nil
-}
-
-func withDatabase(admin, name string) (string, error) {
-	u, err := url.Parse(admin)
-	if err != nil {
-		return "", err
-	}
-	u.Path = "/" + name
-	return u.String(), nil
-}
-
-func createDB(ctx context.Context, admin, name string) (string, error) {
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return "", err
-	}
-	dbURL, err := withDatabase(admin, name)
-	if err != nil {
-		return "", err
-	}
-	db, err := migrations.Open(dbURL)
-	if err != nil {
-		return "", err
-	}
-	defer db.Close()
-	p, err := migrations.NewProvider(db, nil)
-	if err != nil {
-		return "", err
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return "", fmt.Errorf("migrate: %w", err)
-	}
-	return dbURL, nil
-}
-
-func dropDB(ctx context.Context, admin, name string) {
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return
-	}
-	defer conn.Close(ctx)
-	_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-}
-
-func seedCustomer(ctx context.Context, dbURL string, id uuid.UUID) error {
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `INSERT INTO customers (id, name, email, currency, created_at, updated_at) VALUES ($1, 'Bench GmbH', 'ap@bench.example', 'EUR', now(), now())`, id)
-	if err != nil {
-		return fmt.Errorf("seed customer: %w", err)
-	}
-	return nil
 }
