@@ -99,7 +99,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat, seller: cfg.Seller}
 	cfg.Approvals.Capabilities = ConsequentialCapabilities()
 	var err error
-	if a.events, err = outbox.NewEmitter(log); err != nil {
+	if a.events, err = NewEmitter(log); err != nil {
 		return nil, err
 	}
 	if err := a.startApprovals(ctx, cfg.Approvals); err != nil {

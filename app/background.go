@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/invoiced/invoiced/confirm"
@@ -33,19 +34,26 @@ const (
 // the fetchers, the leader's maintenance and the workers' short
 // transactions share the rest (a delivery holds one only to read and to
 // record its attempt, never while it waits on the network). 8, as the
-// request pool on 2 cores: with 4, dispatch waited on the pool under
+// request pool on 2 cores: with 4, jobs waited on the pool under
 // `make bench-issue`.
 const riverPoolConns = 8
 
-// startBackground starts River on a pool of its own: event dispatch,
-// deliveries, mails, reminders and the sweeps.
+// NewEmitter returns the emitter every path (the service, the CLI) records
+// events with: an event's webhook deliveries and its mail job are written
+// in the fact's own transaction.
+func NewEmitter(log *slog.Logger) (*outbox.Emitter, error) {
+	return outbox.NewEmitter(log, webhooks.Fanout{}, notify.Fanout{})
+}
+
+// startBackground starts River on a pool of its own: deliveries, mails,
+// reminders and the sweeps.
 func (a *App) startBackground(ctx context.Context, cfg Config, ctl *confirm.Controller, sessionIdle time.Duration) error {
 	pc := a.pool.Config()
 	pc.MaxConns = riverPoolConns
 	pc.MinConns = 0
 	pc.ConnConfig.RuntimeParams["application_name"] = "invoiced-jobs"
-	// The jobs' own commits (a dispatch, an attempt's record, a job's
-	// completion) need not wait for the WAL flush: a crash loses at most
+	// The jobs' own commits (an attempt's record, a job's completion, a
+	// mail job's fan-out) need not wait for the WAL flush: a crash loses at most
 	// the last ~200 ms of them, and each lost one only runs its job again
 	// (at least once, same webhook-id). The facts and their events commit
 	// on the request pool, flushed as ever. Under bench-issue these
@@ -64,7 +72,6 @@ func (a *App) startBackground(ctx context.Context, cfg Config, ctl *confirm.Cont
 	a.background, err = outbox.Start(ctx, outbox.Config{
 		DB:                rp,
 		Log:               a.log,
-		Subscribers:       []outbox.Subscriber{a.notify, deliverer},
 		Workers:           []outbox.WorkerSet{a.notify, deliverer},
 		FetchPollInterval: outbox.FetchPollFor(cfg.Webhooks.Schedule()),
 		Sweeps: []outbox.Sweep{

@@ -16,7 +16,7 @@ import (
 )
 
 // eventApproval decodes an event's data, the approval as the API shows it.
-func eventApproval(t *testing.T, ev outbox.EventArgs) approvals.Approval {
+func eventApproval(t *testing.T, ev outbox.Event) approvals.Approval {
 	t.Helper()
 	var a approvals.Approval
 	require.NoError(t, json.Unmarshal(ev.Data, &a))

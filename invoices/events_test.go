@@ -11,7 +11,7 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
-	"github.com/invoiced/invoiced/outbox/outboxtest"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,19 +26,35 @@ func (b httpBundle) approvedIssue(t *testing.T) string {
 	return d.ID.String()
 }
 
-// invoiceEvents returns the invoice events recorded, with the invoice each
-// carries.
+// subscribe adds a webhook endpoint for the invoice events: an event is
+// recorded, in its fact's transaction, as a delivery to each subscribed
+// endpoint. Its host never resolves, so the deliveries stay pending.
+func (b httpBundle) subscribe(t *testing.T) {
+	t.Helper()
+	_, err := b.h.Pool.Exec(b.ctx, `INSERT INTO webhook_endpoints (id, url, events, secret, created_by, created_at, updated_at)
+		SELECT gen_random_uuid(), 'https://receiver.invalid/hook', $1, 'whsec_dGVzdA==', id, now(), now()
+		FROM users WHERE username = 'admin1'`,
+		[]string{string(events.InvoiceIssued), string(events.InvoiceVoided), string(events.InvoicePaid), string(events.InvoiceDeleted)})
+	require.NoError(t, err)
+}
+
+// invoiceEvents returns the invoice events recorded (delivered to the
+// endpoint subscribe added), oldest first, with the invoice each carries.
 func invoiceEvents(t *testing.T, b httpBundle) ([]events.Type, []invoices.Invoice) {
 	t.Helper()
+	rows, err := b.h.Pool.Query(b.ctx, `SELECT payload FROM webhook_deliveries ORDER BY event_id`)
+	require.NoError(t, err)
+	payloads, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
 	var types []events.Type
 	var invs []invoices.Invoice
-	for _, ev := range outboxtest.Events(t, b.h.Pool) {
-		if ev.Type != events.InvoiceIssued && ev.Type != events.InvoiceVoided && ev.Type != events.InvoicePaid && ev.Type != events.InvoiceDeleted {
-			continue
+	for _, p := range payloads {
+		var env struct {
+			Type events.Type      `json:"type"`
+			Data invoices.Invoice `json:"data"`
 		}
-		var inv invoices.Invoice
-		require.NoError(t, json.Unmarshal(ev.Data, &inv))
-		types, invs = append(types, ev.Type), append(invs, inv)
+		require.NoError(t, json.Unmarshal([]byte(p), &env))
+		types, invs = append(types, env.Type), append(invs, env.Data)
 	}
 	return types, invs
 }
@@ -48,6 +64,7 @@ func invoiceEvents(t *testing.T, b httpBundle) ([]events.Type, []invoices.Invoic
 func TestInvoiceEventsFollowEachEffect(t *testing.T) {
 	t.Parallel()
 	b := setupHTTP(t)
+	b.subscribe(t)
 	id := b.approvedIssue(t)
 	r := b.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/issue", b.clerk, nil)
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
@@ -84,6 +101,7 @@ func TestInvoiceEventsFollowEachEffect(t *testing.T) {
 func TestARolledBackIssueRecordsNoEvent(t *testing.T) {
 	t.Parallel()
 	b := setupHTTP(t)
+	b.subscribe(t)
 	id := b.approvedIssue(t)
 	_, err := b.h.Pool.Exec(b.ctx, `
 		CREATE FUNCTION refuse_issue() RETURNS trigger LANGUAGE plpgsql AS $$

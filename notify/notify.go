@@ -1,9 +1,10 @@
 // Package notify mails people about approvals: the approvers a request
 // needs (at once, and reminders before it lapses), and the requester when
 // it is decided or lapses; and a webhook endpoint's owner when it is
-// disabled. Mails are rendered when the event is dispatched and sent by
-// jobs of their own, so a mail server that is down delays them and sends
-// none twice.
+// disabled. An approval event's transaction inserts one job (Fanout); that
+// job renders the event's mails and schedules its reminders, and each mail
+// is sent by a job of its own, so a mail server that is down delays them
+// and sends none twice.
 package notify
 
 import (
@@ -24,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 )
 
 // Config is what the notifier needs.
@@ -67,17 +69,60 @@ func (s *Service) Enabled() bool { return s.sender != nil }
 // Skipped counts recipients skipped for want of an address.
 func (s *Service) Skipped() prometheus.Counter { return s.skipped }
 
-// HandleEventTx implements outbox.Subscriber: the mails an approval event
-// causes, and the reminders a new request schedules.
-func (s *Service) HandleEventTx(ctx context.Context, tx pgx.Tx, ev outbox.EventArgs) ([]river.InsertManyParams, error) {
-	if s.sender == nil {
-		return nil, nil
-	}
+// Fanout is the mails' outbox.Subscriber: an approval event's transaction
+// inserts one mail.event job, which finds the recipients and renders the
+// mails when it runs, on a replica that has the mail settings (the CLI
+// that may record the event need not).
+type Fanout struct{}
+
+// HandleEventTx implements outbox.Subscriber.
+func (Fanout) HandleEventTx(_ context.Context, _ pgx.Tx, ev outbox.Event) ([]river.InsertManyParams, error) {
 	switch ev.Type {
 	case events.ApprovalRequested, events.ApprovalDecided, events.ApprovalExpired:
-	default:
-		return nil, nil
+		return []river.InsertManyParams{{Args: eventArgs{Event: ev}}}, nil
 	}
+	return nil, nil
+}
+
+// eventArgs is an approval event whose mails are to be rendered.
+type eventArgs struct {
+	Event outbox.Event `json:"event"`
+}
+
+func (eventArgs) Kind() string { return "mail.event" }
+
+func (eventArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: outbox.QueueEvents} }
+
+// eventWorker inserts an event's mail and reminder jobs and completes
+// itself in one transaction, so an event is mailed once however often its
+// job is tried.
+type eventWorker struct {
+	river.WorkerDefaults[eventArgs]
+	s *Service
+}
+
+func (w *eventWorker) Work(ctx context.Context, job *river.Job[eventArgs]) error {
+	if w.s.sender == nil {
+		return nil
+	}
+	return store.WithTx(ctx, w.s.db, func(ctx context.Context, tx pgx.Tx) error {
+		jobs, err := w.s.eventMails(ctx, tx, job.Args.Event)
+		if err != nil {
+			return fmt.Errorf("mails for %s %s: %w", job.Args.Event.Type, job.Args.Event.ID, err)
+		}
+		if len(jobs) > 0 {
+			if _, err := river.ClientFromContext[pgx.Tx](ctx).InsertManyTx(ctx, tx, jobs); err != nil {
+				return fmt.Errorf("mails for %s %s: enqueue: %w", job.Args.Event.Type, job.Args.Event.ID, err)
+			}
+		}
+		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	})
+}
+
+// eventMails are the mails an approval event causes, and the reminders a
+// new request schedules.
+func (s *Service) eventMails(ctx context.Context, tx pgx.Tx, ev outbox.Event) ([]river.InsertManyParams, error) {
 	var a approvals.Approval
 	if err := json.Unmarshal(ev.Data, &a); err != nil {
 		return nil, fmt.Errorf("approval event data: %w", err)
@@ -101,7 +146,7 @@ func (s *Service) HandleEventTx(ctx context.Context, tx pgx.Tx, ev outbox.EventA
 }
 
 // toRequester mails the requester, if still enabled.
-func (s *Service) toRequester(ctx context.Context, tx pgx.Tx, ev outbox.EventArgs, k kind, a *approvals.Approval) ([]river.InsertManyParams, error) {
+func (s *Service) toRequester(ctx context.Context, tx pgx.Tx, ev outbox.Event, k kind, a *approvals.Approval) ([]river.InsertManyParams, error) {
 	r, ok, err := enabledUser(ctx, tx, a.RequestedBy.ID)
 	if err != nil || !ok {
 		return nil, err
@@ -166,6 +211,7 @@ func (w *sendWorker) Timeout(*river.Job[sendArgs]) time.Duration { return 30 * t
 
 // AddWorkers implements outbox.WorkerSet.
 func (s *Service) AddWorkers(w *river.Workers) {
+	river.AddWorker(w, &eventWorker{s: s})
 	river.AddWorker(w, &sendWorker{s: s})
 	river.AddWorker(w, &remindWorker{s: s})
 }

@@ -1,9 +1,9 @@
-// Package outbox runs the work that follows a committed fact, on River: the
-// dispatch of each event to its subscribers (webhook deliveries,
-// notification mails), their jobs, and the periodic sweeps. Jobs are rows
-// inserted in the fact's own transaction (Emitter), so a rolled-back fact
-// enqueues nothing and a committed one survives a crash; every replica of
-// `invoiced serve` works them, each job once.
+// Package outbox runs the work that follows a committed fact, on River:
+// each event's subscribers (webhook deliveries, notification mails) turn it
+// into rows and jobs inside the fact's own transaction (Emitter), so a
+// rolled-back fact enqueues nothing and a committed one survives a crash;
+// every replica of `invoiced serve` works the jobs, each once, and runs
+// the periodic sweeps.
 package outbox
 
 import (
@@ -20,9 +20,11 @@ import (
 	"github.com/riverqueue/river/rivertype"
 )
 
-// The queues, each with its own worker bound: dispatch and mail are short
-// database and SMTP work; webhook deliveries wait on other people's servers
-// (up to 15 s each), so they get more workers; sweeps run one at a time.
+// The queues, each with its own worker bound: events holds an event's
+// follow-up that needs a server's settings (an approval's mails, rendered
+// there), short database work at the rate facts happen; mail is SMTP work;
+// webhook deliveries wait on other people's servers (up to 15 s each), so
+// they get more workers; sweeps run one at a time.
 const (
 	QueueEvents      = "events"
 	QueueWebhooks    = "webhooks"
@@ -32,9 +34,9 @@ const (
 
 // busyCooldown is how often a busy queue fetches: River fetches at most
 // once per cooldown, so a queue runs at most MaxWorkers jobs per cooldown;
-// at River's 100 ms, 4 dispatch workers capped events at 40/s, below the
-// ~300 issues/s of `make bench-issue`. 25 ms with 16 workers allows 640/s
-// per replica.
+// at River's 100 ms, 4 workers capped deliveries at 40/s, below the ~300
+// issues/s of `make bench-issue`. 25 ms allows 640 events/s (16 workers)
+// and 1,280 deliveries/s (32) per replica.
 const busyCooldown = 25 * time.Millisecond
 
 var queues = map[string]river.QueueConfig{
@@ -56,9 +58,7 @@ type Config struct {
 	DB *pgxpool.Pool
 	// Log receives job failures and River's warnings.
 	Log *slog.Logger
-	// Subscribers turn each event into follow-up work.
-	Subscribers []Subscriber
-	// Workers are the other job kinds (deliveries, mails, reminders).
+	// Workers are the job kinds (deliveries, mails, reminders).
 	Workers []WorkerSet
 	// Sweeps run periodically, once per cluster.
 	Sweeps []Sweep
@@ -87,7 +87,6 @@ const softStop = 10 * time.Second
 // Start builds the client and starts working.
 func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &dispatchWorker{db: cfg.DB, subs: cfg.Subscribers})
 	for _, ws := range cfg.Workers {
 		ws.AddWorkers(workers)
 	}

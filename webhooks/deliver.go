@@ -33,8 +33,7 @@ type OwnerNotifier interface {
 	EndpointDisabledTx(ctx context.Context, tx pgx.Tx, owner, endpoint uuid.UUID, host, reason string) ([]river.InsertManyParams, error)
 }
 
-// Deliverer turns events into deliveries (outbox.Subscriber) and sends
-// them (the webhook.deliver worker).
+// Deliverer sends deliveries (the webhook.deliver worker).
 type Deliverer struct {
 	db     store.Executor
 	cfg    Config
@@ -84,25 +83,34 @@ type envelope struct {
 	Data      json.RawMessage `json:"data"`
 }
 
-// HandleEventTx implements outbox.Subscriber: one delivery per enabled
-// endpoint subscribed to the event's type, its body built once, so every
-// attempt sends the same bytes.
-func (d *Deliverer) HandleEventTx(ctx context.Context, tx pgx.Tx, ev outbox.EventArgs) ([]river.InsertManyParams, error) {
+// Fanout is the webhooks' outbox.Subscriber: in the fact's transaction, one
+// delivery per enabled endpoint subscribed to the event's type, its body
+// built once so every attempt sends the same bytes, and a job for each.
+// It reads no settings, so the CLI fans out as the server does.
+type Fanout struct{}
+
+// HandleEventTx implements outbox.Subscriber.
+func (Fanout) HandleEventTx(ctx context.Context, tx pgx.Tx, ev outbox.Event) ([]river.InsertManyParams, error) {
 	body, err := json.Marshal(envelope{ID: ev.ID, Type: ev.Type, Version: payloadVersion, CreatedAt: ev.CreatedAt, Data: ev.Data})
 	if err != nil {
 		return nil, fmt.Errorf("webhook payload: %w", err)
 	}
-	ids, err := deliveriesInsertTx(ctx, tx, ev.ID, ev.Type, string(body), d.cfg.now())
+	ids, err := deliveriesInsertTx(ctx, tx, ev.ID, ev.Type, string(body), ev.CreatedAt)
 	if err != nil {
 		return nil, err
 	}
 	jobs := make([]river.InsertManyParams, len(ids))
 	for i, id := range ids {
-		jobs[i] = river.InsertManyParams{Args: deliverArgs{DeliveryID: id},
-			InsertOpts: &river.InsertOpts{MaxAttempts: d.cfg.RetrySchedule.Attempts()}}
+		jobs[i] = river.InsertManyParams{Args: deliverArgs{DeliveryID: id}}
 	}
 	return jobs, nil
 }
+
+// jobAttempts is River's bound on a delivery job's attempts. The retry
+// schedule ends a delivery sooner: it is a setting of the replicas that
+// work deliveries, not of the process (perhaps the CLI) whose fact
+// inserted the job, so the worker reads it at each attempt.
+const jobAttempts = 1000
 
 // deliverArgs sends one delivery.
 type deliverArgs struct {
@@ -112,7 +120,7 @@ type deliverArgs struct {
 func (deliverArgs) Kind() string { return "webhook.deliver" }
 
 func (deliverArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: outbox.QueueWebhooks}
+	return river.InsertOpts{Queue: outbox.QueueWebhooks, MaxAttempts: jobAttempts}
 }
 
 type deliverWorker struct {
@@ -135,7 +143,13 @@ func (w *deliverWorker) Timeout(*river.Job[deliverArgs]) time.Duration {
 }
 
 func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) error {
-	return w.d.deliver(ctx, job.Args.DeliveryID, job.Attempt >= job.MaxAttempts)
+	final := job.Attempt >= min(w.d.cfg.RetrySchedule.Attempts(), job.MaxAttempts)
+	err := w.d.deliver(ctx, job.Args.DeliveryID, final)
+	if err != nil && final {
+		// River would retry up to jobAttempts; the schedule is spent.
+		return river.JobCancel(err)
+	}
+	return err
 }
 
 // errDisabled cancels the jobs of a disabled endpoint's deliveries.

@@ -321,10 +321,10 @@ func (s *Service) Redeliver(ctx context.Context, p identity.Principal, via capab
 	return DeliveryGet(ctx, s.db, id)
 }
 
-// deliverOpts are a redelivery job's options: the schedule's attempts, and
-// one job while one is waiting or running, so a double click sends once.
+// deliverOpts are a redelivery job's options: one job while one is waiting
+// or running, so a double click sends once.
 func (s *Service) deliverOpts() *river.InsertOpts {
-	return &river.InsertOpts{MaxAttempts: s.cfg.RetrySchedule.Attempts(), UniqueOpts: river.UniqueOpts{
+	return &river.InsertOpts{UniqueOpts: river.UniqueOpts{
 		ByArgs: true,
 		ByState: []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
 			rivertype.JobStateRetryable, rivertype.JobStateScheduled},

@@ -92,9 +92,9 @@ func endpointRotateTx(ctx context.Context, tx pgx.Tx, e *Endpoint, secret string
 }
 
 // deliveriesInsertTx records the delivery of an event to every enabled
-// endpoint subscribed to its type, except those that have one already (a
-// dispatch tried twice), and returns the new deliveries' ids. One
-// statement, as dispatch runs once per event: the ids are random (v4)
+// endpoint subscribed to its type, except those that have one already,
+// and returns the new deliveries' ids. One statement, in the fact's
+// transaction, so it adds one round trip to every fact: the ids are random (v4)
 // rather than time-ordered, since PostgreSQL 15 makes no v7; lists order
 // by created_at first.
 func deliveriesInsertTx(ctx context.Context, tx pgx.Tx, event uuid.UUID, t events.Type, payload string, now time.Time) ([]uuid.UUID, error) {

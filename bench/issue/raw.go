@@ -19,14 +19,15 @@ const auditLockKey int64 = 0x61756469_74636861
 
 // rawScript is the issue transaction as SQL, statement for statement what
 // the service sends (invoice lock and lines, customer, the gate's lookup
-// and the approval policy's rules, consume and notify, two audit appends,
-// the numbered update, and River's
-// insert of the invoice.issued event: its JobInsertFastMany with one row,
-// on a queue nothing works; River's occasional insert notification, at
-// most one per 100 ms, is left out), with the audit events built in SQL. Pipelines mirror the statements pgx
-// sends as one batch (consume + notify; each audit lock + insert). The
-// work item lookup before BEGIN stands in for the HTTP request naming the
-// invoice.
+// of the approval, its decisions and the approval policy's rules, consume
+// and notify, two audit appends, the numbered update, and the
+// invoice.issued event's fan-out: the delivery to the subscribed endpoint
+// and River's JobInsertFastMany of its job, with one row, on a queue
+// nothing works; River's occasional insert notification, at most one per
+// 100 ms, is left out), with the audit events and the delivery's body
+// built in SQL. Pipelines mirror the statements pgx sends as one batch
+// (consume + notify; each audit lock + insert). The work item lookup
+// before BEGIN stands in for the HTTP request naming the invoice.
 const rawScript = `\set i :i + 1
 \set k :client_id * :per + :i
 SELECT invoice_id AS inv, approval_id AS appr, input_hash AS ih, customer_id AS cust FROM bench_queue WHERE k = :k \gset
@@ -35,6 +36,7 @@ SELECT id, number, status, customer_id, currency, due_date, memo, subtotal, tax_
 SELECT invoice_id, description, quantity, unit_amount, tax_rate_bps, amount, tax_amount FROM invoice_lines WHERE invoice_id = ANY(ARRAY[:inv::uuid]) ORDER BY invoice_id, position;
 SELECT id, name, email, currency, version, created_at, updated_at FROM customers WHERE id = :cust;
 SELECT r.id, r.capability, r.status, r.input, r.input_hash, r.target_type, r.target_id, r.target_version, r.amount, r.currency, r.snapshot, r.requested_by, u.username, r.requested_via, r.reason, r.required_approvals, r.created_at, r.updated_at, r.expires_at, r.decided_at, r.consumed_at, r.consumed_by, r.expiry_reported_at IS NOT NULL, r.version, r.policy_version, r.policy_rule_id, r.policy_required, r.required_raised_version FROM approval_requests r JOIN users u ON u.id = r.requested_by WHERE r.capability = 'issue-invoice' AND r.target_type = 'invoice' AND r.target_id = :inv AND r.input_hash = :ih ORDER BY r.created_at DESC, r.id DESC LIMIT 1 FOR UPDATE OF r;
+SELECT d.request_id, d.approver_id, u.username, d.decision, d.reason, d.decided_at, d.voided_at, d.void_reason, u.role, u.disabled FROM approval_decisions d JOIN users u ON u.id = d.approver_id WHERE d.request_id = ANY(ARRAY[:appr::uuid]) ORDER BY d.decided_at, d.id;
 SELECT v.version, r.id, r.capability, coalesce(r.currency, '*'), r.min_amount, r.min_amount_major, r.approvers, r.from_version, r.to_version FROM (SELECT max(version) AS version FROM approval_policy_versions) v LEFT JOIN approval_policy_rules r ON r.to_version IS NULL AND r.capability = 'issue-invoice' AND (r.currency = 'EUR' OR r.currency IS NULL);
 \startpipeline
 UPDATE approval_requests SET status = 'consumed', consumed_at = now(), consumed_by = gen_random_uuid(), updated_at = now(), version = version + 1 WHERE id = :appr AND status = 'approved';
@@ -59,9 +61,12 @@ SELECT coalesce((SELECT seq FROM head), 0) + 1, ev.t::jsonb, coalesce((SELECT ha
 WITH seq AS (INSERT INTO invoice_number_series AS s (prefix, year, last_seq) VALUES ('INV', extract(year FROM now())::int, 1) ON CONFLICT (prefix, year) DO UPDATE SET last_seq = s.last_seq + 1 RETURNING last_seq)
 UPDATE invoices SET status = 'issued', number = 'INV-' || extract(year FROM now())::int || '-' || lpad(seq.last_seq::text, greatest(6, length(seq.last_seq::text)), '0'), issued_at = now(), version = version + 1, updated_at = now() FROM seq WHERE id = :inv AND status = 'draft'
 RETURNING invoices.id, invoices.number, invoices.status, invoices.customer_id, invoices.currency, invoices.due_date, invoices.memo, invoices.subtotal, invoices.tax_total, invoices.total, invoices.issued_at, invoices.voided_at, invoices.paid_at, invoices.version, invoices.created_at, invoices.updated_at;
+INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, created_at, updated_at)
+SELECT gen_random_uuid(), e.id, gen_random_uuid(), 'invoice.issued', jsonb_build_object('id', gen_random_uuid(), 'type', 'invoice.issued', 'version', 1, 'created_at', now(), 'data', (SELECT to_jsonb(i) FROM invoices i WHERE i.id = :inv))::text, now(), now() FROM webhook_endpoints e WHERE e.enabled AND 'invoice.issued' = ANY(e.events)
+ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id AS did \gset
 WITH raw_job_data AS (SELECT unnest(ARRAY[0]::bigint[]) AS id,
-    unnest(ARRAY[jsonb_build_object('id', gen_random_uuid(), 'type', 'invoice.issued', 'created_at', now(), 'data', (SELECT to_jsonb(i) FROM invoices i WHERE i.id = :inv))]) AS args,
-    unnest(ARRAY[now()]::timestamptz[]) AS created_at, unnest(ARRAY['event.dispatch']::text[]) AS kind, unnest(ARRAY[25]::smallint[]) AS max_attempts,
+    unnest(ARRAY[jsonb_build_object('delivery_id', :did::uuid)]) AS args,
+    unnest(ARRAY[now()]::timestamptz[]) AS created_at, unnest(ARRAY['webhook.deliver']::text[]) AS kind, unnest(ARRAY[25]::smallint[]) AS max_attempts,
     unnest(ARRAY['{}']::jsonb[]) AS metadata, unnest(ARRAY[1]::smallint[]) AS priority, unnest(ARRAY['bench_raw']::text[]) AS queue,
     unnest(ARRAY[now()]::timestamptz[]) AS scheduled_at, unnest(ARRAY['available']::text[]) AS state, unnest(ARRAY['']::text[]) AS tags,
     unnest(ARRAY[NULL]::bytea[]) AS unique_key, unnest(ARRAY[0]::integer[]) AS unique_states)

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
-	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/webhooks"
 )
 
@@ -84,7 +84,7 @@ func (b *bench) subscribe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	emit, err := outbox.NewEmitter(nil)
+	emit, err := app.NewEmitter(nil)
 	if err != nil {
 		return err
 	}
@@ -125,9 +125,9 @@ func p99(ds []time.Duration) time.Duration {
 	return s[(len(s)*99+99)/100-1]
 }
 
-// drain waits until the events prepare recorded (approval requested and
-// decided) are dispatched, so that a timed round shares the machine with
-// its own background work only.
+// drain waits until the jobs prepare's events caused (approval requested
+// and decided: a mail job each) are worked, so that a timed round shares
+// the machine with its own background work only.
 func (b *bench) drain(ctx context.Context) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/money"
-	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
@@ -47,7 +47,7 @@ func cmdApprovals(ctx context.Context, e env, args []string, stdout, stderr io.W
 // its decisions and the expiries its list finds are events like the
 // server's, worked by the replicas running serve.
 func cliApprovals(pool *pgxpool.Pool) (*approvals.Service, error) {
-	emit, err := outbox.NewEmitter(nil)
+	emit, err := app.NewEmitter(nil)
 	if err != nil {
 		return nil, err
 	}

@@ -55,8 +55,8 @@ func startChild(t *testing.T, e env) *exec.Cmd {
 
 // Done when: the server is killed (SIGKILL) right after an issue commits,
 // before the event goes out; the invoice.issued event is delivered after
-// a restart, verified, once. Deterministic: the test pauses River's events
-// queue (as an operator can), so nothing is dispatched before the kill.
+// a restart, verified, once. Deterministic: the test pauses River's
+// webhooks queue (as an operator can), so nothing is sent before the kill.
 func TestKilledRightAfterAnIssueCommitsTheEventIsDeliveredAfterRestart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -82,7 +82,7 @@ func TestKilledRightAfterAnIssueCommitsTheEventIsDeliveredAfterRestart(t *testin
 	defer pool.Close()
 	ops, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
-	require.NoError(t, ops.QueuePause(ctx, outbox.QueueEvents, nil))
+	require.NoError(t, ops.QueuePause(ctx, outbox.QueueWebhooks, nil))
 	// The running server learns of the pause by notification within
 	// milliseconds; give it ample time.
 	time.Sleep(time.Second)
@@ -103,12 +103,13 @@ func TestKilledRightAfterAnIssueCommitsTheEventIsDeliveredAfterRestart(t *testin
 	_ = child.Wait()
 
 	var waiting int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'event.dispatch'
-		AND args->>'type' = 'invoice.issued' AND state = 'available'`).Scan(&waiting))
-	require.Equal(t, 1, waiting, "the event was committed with the issue and not yet dispatched")
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM river_job j
+		JOIN webhook_deliveries d ON d.id = (j.args->>'delivery_id')::uuid
+		WHERE j.kind = 'webhook.deliver' AND d.event_type = 'invoice.issued' AND j.state = 'available'`).Scan(&waiting))
+	require.Equal(t, 1, waiting, "the delivery was committed with the issue and not yet worked")
 	require.Empty(t, rcv.Requests())
 
-	require.NoError(t, ops.QueueResume(ctx, outbox.QueueEvents, nil))
+	require.NoError(t, ops.QueueResume(ctx, outbox.QueueWebhooks, nil))
 	startChild(t, e)
 	reqs := rcv.Wait(t, 1, 30*time.Second)
 	time.Sleep(500 * time.Millisecond)

@@ -15,7 +15,6 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/money"
-	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -51,7 +50,7 @@ func policyService(ctx context.Context, e env) (*approvals.Service, *pgxpool.Poo
 	if err != nil {
 		return nil, nil, err
 	}
-	emit, err := outbox.NewEmitter(nil)
+	emit, err := app.NewEmitter(nil)
 	if err != nil {
 		pool.Close()
 		return nil, nil, err

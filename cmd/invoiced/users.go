@@ -10,10 +10,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/accounts"
+	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
-	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
@@ -54,7 +54,7 @@ func withAccounts(ctx context.Context, e env, fn func(*accounts.Service) error) 
 		return err
 	}
 	defer pool.Close()
-	emit, err := outbox.NewEmitter(nil)
+	emit, err := app.NewEmitter(nil)
 	if err != nil {
 		return err
 	}

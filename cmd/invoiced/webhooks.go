@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/outbox"
@@ -70,7 +71,7 @@ func webhooksCLI(ctx context.Context, e env, as string) (*webhooks.Service, *pgx
 	if err != nil {
 		return nil, nil, identity.Principal{}, err
 	}
-	emit, err := outbox.NewEmitter(nil)
+	emit, err := app.NewEmitter(nil)
 	if err != nil {
 		return nil, nil, identity.Principal{}, err
 	}
