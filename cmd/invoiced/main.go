@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
 	// The business time zone (INVOICED_BUSINESS_TIMEZONE) is read from the
 	// binary's own tz database: the image is FROM scratch, with no
 	// /usr/share/zoneinfo (about 450 KB).
