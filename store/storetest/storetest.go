@@ -362,7 +362,12 @@ func PoolFor(t testing.TB, url string) *pgxpool.Pool {
 	if err != nil {
 		t.Fatalf("storetest: %v", err)
 	}
-	cfg.MaxConns = 40
+	// 16: enough for a race of many goroutines to interleave (they queue
+	// for a connection, as behind the service's own pool of 8), few enough
+	// that two packages' parallel tests, each app adding its River pool
+	// and listeners, stay under PostgreSQL's default max_connections of
+	// 100 (at 40, `make test` peaked above it).
+	cfg.MaxConns = 16
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("storetest: open pool: %v", err)
