@@ -337,12 +337,19 @@ func openSchema(ctx context.Context, url string, migrate bool, log *slog.Logger)
 
 func (s *schema) close() { _ = s.db.Close() }
 
-// ready is /readyz's check: the database answers and the schema is
-// still current (another replica's binary may have migrated past it).
+// ready is /readyz's check: the database answers and takes writes (a
+// standby after a failover, or a database set read-only, answers every
+// write 503, so a load balancer should send nothing there), and the
+// schema is still current (another replica's binary may have migrated
+// past it).
 func (s *schema) ready(pool *pgxpool.Pool) func(context.Context) error {
 	return func(ctx context.Context) error {
-		if err := pool.Ping(ctx); err != nil {
+		var readOnly bool
+		if err := pool.QueryRow(ctx, `SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on'`).Scan(&readOnly); err != nil {
 			return errors.New("database unreachable")
+		}
+		if readOnly {
+			return errors.New("the database is read-only")
 		}
 		if _, _, behind, err := migrations.Behind(ctx, s.prov); err != nil || behind {
 			return errors.New("schema not current")
