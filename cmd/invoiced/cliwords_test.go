@@ -88,6 +88,16 @@ func TestRuntimeErrorsSayWhatToDo(t *testing.T) {
 	require.Contains(t, r.stderr, "invoiced: cannot connect to the database (host=127.0.0.1 port=1 database=x user=postgres): connection refused; start PostgreSQL")
 	require.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %s", r.stderr)
 
+	// A standby (here a database set read-only) is not out of reach: it
+	// answers, and refuses the write.
+	readOnly := storetest.URL(t)
+	pool := storetest.PoolFor(t, readOnly)
+	_, err := pool.Exec(ctx, `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_read_only = on', current_database()); END $$`)
+	require.NoError(t, err)
+	r = invoke(ctx, env{"DATABASE_URL": readOnly}, "users", "create", "--username", "x", "--role", "clerk")
+	require.Equal(t, 1, r.code)
+	require.Equal(t, "invoiced: the database DATABASE_URL names takes no writes (a standby, or set read-only): set DATABASE_URL to the primary\n", r.stderr)
+
 	r = invoke(ctx, env{"DATABASE_URL": storetest.URL(t)}, "tokens", "revoke", "nope")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "`invoiced tokens list NAME` prints the IDs")

@@ -160,21 +160,31 @@ func exitCode(err error, stderr io.Writer) int {
 // a refused field names the field and the rule; a database without the
 // schema or out of reach names the command or setting that fixes it.
 func errorSentence(err error) string {
-	var pgErr *pgconn.PgError
+	var (
+		pgErr   *pgconn.PgError
+		connErr *pgconn.ConnectError
+	)
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "42P01": // undefined_table
 		return "the database DATABASE_URL names has no invoiced schema: run `invoiced migrate up`, " +
 			"or set DATABASE_URL to the database `make run` set up (unset, it is libpq's default)"
 	case errors.As(err, &pgErr) && pgErr.Code == "3D000": // invalid_catalog_name
 		return pgErr.Message + ": create it (`make run` does), or set DATABASE_URL to a database that exists"
-	case store.IsUnavailable(err):
+	case errors.As(err, &pgErr) && pgErr.Code == "25006": // read_only_sql_transaction
+		return "the database DATABASE_URL names takes no writes (a standby, or set read-only): set DATABASE_URL to the primary"
+	case errors.As(err, &connErr):
 		// store.Open's "connect to database (host=… user=…): …", whose
 		// last part is the cause.
 		msg := err.Error()
 		where, _, _ := strings.Cut(strings.TrimPrefix(msg, "connect to database "), ": ")
-		cause := msg[strings.LastIndex(msg, ": ")+2:]
+		cause := msg
+		if i := strings.LastIndex(msg, ": "); i >= 0 {
+			cause = msg[i+len(": "):]
+		}
 		return fmt.Sprintf("cannot connect to the database %s: %s; start PostgreSQL, or set DATABASE_URL to one that is running",
 			where, cause)
+	case store.IsUnavailable(err):
+		return "the database went away during the command (" + err.Error() + "): run it again once PostgreSQL is back"
 	}
 	p, ok := problem.As(err)
 	if !ok {
