@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
@@ -70,9 +69,9 @@ func (h *PolicyHandler) DeleteRule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := uuid.Parse(c.Param("id"))
+	id, err := server.PathID(c, "approval rule")
 	if err != nil {
-		return problem.NotFound("approval rule")
+		return err
 	}
 	ifMatch, err := capability.ParseIfMatch(c.Request().Header.Get("If-Match"))
 	if err != nil {
