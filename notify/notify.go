@@ -71,8 +71,9 @@ func (s *Service) Skipped() prometheus.Counter { return s.skipped }
 
 // Fanout is the mails' outbox.Subscriber: an approval event's transaction
 // inserts one mail.event job, which finds the recipients and renders the
-// mails when it runs, on a replica that has the mail settings (the CLI
-// that may record the event need not).
+// mails when a replica runs it (the CLI that may record the event has no
+// mail settings). A replica without INVOICED_SMTP_URL completes it with
+// nothing sent: mail is off there, as its startup said.
 type Fanout struct{}
 
 // HandleEventTx implements outbox.Subscriber.
@@ -110,10 +111,12 @@ func (w *eventWorker) Work(ctx context.Context, job *river.Job[eventArgs]) error
 		if err != nil {
 			return fmt.Errorf("mails for %s %s: %w", job.Args.Event.Type, job.Args.Event.ID, err)
 		}
-		if len(jobs) > 0 {
-			if _, err := river.ClientFromContext[pgx.Tx](ctx).InsertManyTx(ctx, tx, jobs); err != nil {
-				return fmt.Errorf("mails for %s %s: enqueue: %w", job.Args.Event.Type, job.Args.Event.ID, err)
-			}
+		if len(jobs) == 0 {
+			// Nothing written: River completes the job in a batch.
+			return nil
+		}
+		if _, err := river.ClientFromContext[pgx.Tx](ctx).InsertManyTx(ctx, tx, jobs); err != nil {
+			return fmt.Errorf("mails for %s %s: enqueue: %w", job.Args.Event.Type, job.Args.Event.ID, err)
 		}
 		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err

@@ -22,7 +22,8 @@ import (
 
 // The queues, each with its own worker bound: events holds an event's
 // follow-up that needs a server's settings (an approval's mails, rendered
-// there), short database work at the rate facts happen; mail is SMTP work;
+// there), short database work at the rate approvals are requested and
+// decided, which an agent can drive as fast as issues; mail is SMTP work;
 // webhook deliveries wait on other people's servers (up to 15 s each), so
 // they get more workers; sweeps run one at a time.
 const (
@@ -35,8 +36,8 @@ const (
 // busyCooldown is how often a busy queue fetches: River fetches at most
 // once per cooldown, so a queue runs at most MaxWorkers jobs per cooldown;
 // at River's 100 ms, 4 workers capped deliveries at 40/s, below the ~300
-// issues/s of `make bench-issue`. 25 ms allows 640 events/s (16 workers)
-// and 1,280 deliveries/s (32) per replica.
+// issues/s of `make bench-issue`. 25 ms allows 640 approval events/s (16
+// workers) and 1,280 deliveries/s (32) per replica.
 const busyCooldown = 25 * time.Millisecond
 
 var queues = map[string]river.QueueConfig{
