@@ -308,7 +308,7 @@ func (s *Service) Redeliver(ctx context.Context, p identity.Principal, via capab
 		if err := deliveryResetTx(ctx, tx, id, s.cfg.now()); err != nil {
 			return err
 		}
-		if err := s.jobs.InsertTx(ctx, tx, deliverArgs{DeliveryID: id}, s.deliverOpts()); err != nil {
+		if err := s.jobs.InsertTx(ctx, tx, deliverArgs{DeliveryID: id}, redeliverOpts()); err != nil {
 			return err
 		}
 		return s.audit(ctx, tx, p, via, "webhook_delivery.redelivered", e, map[string]any{
@@ -321,9 +321,9 @@ func (s *Service) Redeliver(ctx context.Context, p identity.Principal, via capab
 	return DeliveryGet(ctx, s.db, id)
 }
 
-// deliverOpts are a redelivery job's options: one job while one is waiting
-// or running, so a double click sends once.
-func (s *Service) deliverOpts() *river.InsertOpts {
+// redeliverOpts are a redelivery job's options: one job while one is
+// waiting or running, so a double click sends once.
+func redeliverOpts() *river.InsertOpts {
 	return &river.InsertOpts{UniqueOpts: river.UniqueOpts{
 		ByArgs: true,
 		ByState: []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,

@@ -92,8 +92,8 @@ func endpointRotateTx(ctx context.Context, tx pgx.Tx, e *Endpoint, secret string
 }
 
 // deliveriesInsertTx records the delivery of an event to every enabled
-// endpoint subscribed to its type, except those that have one already,
-// and returns the new deliveries' ids. One statement, in the fact's
+// endpoint subscribed to its type and returns the new deliveries' ids (an
+// event emitted twice gets no second delivery). One statement, in the fact's
 // transaction, so it adds one round trip to every fact: the ids are random (v4)
 // rather than time-ordered, since PostgreSQL 15 makes no v7; lists order
 // by created_at first.
