@@ -27,7 +27,7 @@ func ParseEmail(s string) (string, error) {
 		return "", problem.Invalid("email", "%s", err)
 	}
 	bad := problem.Invalid("email", "must be an email address such as ada@example.com")
-	if s == "" || len(s) > maxEmailLen || strings.Count(s, "@") != 1 || strings.ContainsAny(s, " \t\r\n") {
+	if s == "" || len(s) > maxEmailLen || strings.Count(s, "@") != 1 {
 		return "", bad
 	}
 	a, err := mail.ParseAddress(s)

@@ -68,12 +68,13 @@ func sessionGet(ctx context.Context, db store.Executor, id string, idle time.Dur
 	if id == "" || len(id) > 128 {
 		return nil, errNoSession
 	}
-	s, lastSeen, err := sessionGetLive(ctx, db, sessionHash(id), idle)
+	hash := sessionHash(id)
+	s, lastSeen, err := sessionGetLive(ctx, db, hash, idle)
 	if err != nil {
 		return nil, err
 	}
 	if touch && time.Since(lastSeen) > sessionTouchGranularity {
-		if err := sessionTouch(ctx, db, sessionHash(id)); err != nil {
+		if err := sessionTouch(ctx, db, hash); err != nil {
 			return nil, err
 		}
 	}
