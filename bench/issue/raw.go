@@ -22,7 +22,8 @@ const auditLockKey int64 = 0x61756469_74636861
 // of the approval, its decisions and the approval policy's rules, consume
 // and notify, two audit appends, the numbered update, and the
 // invoice.issued event's fan-out: the delivery to the subscribed endpoint
-// and River's JobInsertFastMany of its job, with one row, on a queue
+// (the bench subscribes exactly one: \gset takes one row) and River's
+// JobInsertFastMany of its job, with one row, on a queue
 // nothing works; River's occasional insert notification, at most one per
 // 100 ms, is left out), with the audit events and the delivery's body
 // built in SQL. Pipelines mirror the statements pgx sends as one batch
@@ -62,11 +63,11 @@ WITH seq AS (INSERT INTO invoice_number_series AS s (prefix, year, last_seq) VAL
 UPDATE invoices SET status = 'issued', number = 'INV-' || extract(year FROM now())::int || '-' || lpad(seq.last_seq::text, greatest(6, length(seq.last_seq::text)), '0'), issued_at = now(), version = version + 1, updated_at = now() FROM seq WHERE id = :inv AND status = 'draft'
 RETURNING invoices.id, invoices.number, invoices.status, invoices.customer_id, invoices.currency, invoices.due_date, invoices.memo, invoices.subtotal, invoices.tax_total, invoices.total, invoices.issued_at, invoices.voided_at, invoices.paid_at, invoices.version, invoices.created_at, invoices.updated_at;
 INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, created_at, updated_at)
-SELECT gen_random_uuid(), e.id, gen_random_uuid(), 'invoice.issued', jsonb_build_object('id', gen_random_uuid(), 'type', 'invoice.issued', 'version', 1, 'created_at', now(), 'data', (SELECT to_jsonb(i) FROM invoices i WHERE i.id = :inv))::text, now(), now() FROM webhook_endpoints e WHERE e.enabled AND 'invoice.issued' = ANY(e.events)
+SELECT gen_random_uuid(), e.id, ev.id, 'invoice.issued', jsonb_build_object('id', ev.id, 'type', 'invoice.issued', 'version', 1, 'created_at', now(), 'data', (SELECT to_jsonb(i) FROM invoices i WHERE i.id = :inv))::text, now(), now() FROM webhook_endpoints e, (SELECT gen_random_uuid() AS id) ev WHERE e.enabled AND 'invoice.issued' = ANY(e.events)
 ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id AS did \gset
 WITH raw_job_data AS (SELECT unnest(ARRAY[0]::bigint[]) AS id,
     unnest(ARRAY[jsonb_build_object('delivery_id', :did::uuid)]) AS args,
-    unnest(ARRAY[now()]::timestamptz[]) AS created_at, unnest(ARRAY['webhook.deliver']::text[]) AS kind, unnest(ARRAY[25]::smallint[]) AS max_attempts,
+    unnest(ARRAY[now()]::timestamptz[]) AS created_at, unnest(ARRAY['webhook.deliver']::text[]) AS kind, unnest(ARRAY[1000]::smallint[]) AS max_attempts,
     unnest(ARRAY['{}']::jsonb[]) AS metadata, unnest(ARRAY[1]::smallint[]) AS priority, unnest(ARRAY['bench_raw']::text[]) AS queue,
     unnest(ARRAY[now()]::timestamptz[]) AS scheduled_at, unnest(ARRAY['available']::text[]) AS state, unnest(ARRAY['']::text[]) AS tags,
     unnest(ARRAY[NULL]::bytea[]) AS unique_key, unnest(ARRAY[0]::integer[]) AS unique_states)

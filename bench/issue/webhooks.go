@@ -15,6 +15,7 @@ import (
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/webhooks"
 )
 
@@ -133,7 +134,8 @@ func (b *bench) drain(ctx context.Context) error {
 	for {
 		var n int
 		if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM river_job
-			WHERE queue IN ('events', 'webhooks', 'mail') AND state IN ('available', 'running', 'retryable', 'scheduled', 'pending')`).Scan(&n); err != nil {
+			WHERE queue = ANY($1) AND state IN ('available', 'running', 'retryable', 'scheduled', 'pending')`,
+			[]string{outbox.QueueEvents, outbox.QueueWebhooks, outbox.QueueMail}).Scan(&n); err != nil {
 			return err
 		}
 		if n == 0 {
