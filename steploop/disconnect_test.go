@@ -193,7 +193,7 @@ func TestChatToolRunningWhenStoppedFinishesAndIsRecorded(t *testing.T) {
 		status, _ := b.stop(t, b.Token, "conv-stop-tool")
 		stopped <- status
 	}()
-	time.Sleep(200 * time.Millisecond) // the stop request reaches the run
+	b.awaitStopRequested(t, "conv-stop-tool")
 	close(b.release)
 	require.Equal(t, http.StatusOK, <-stopped)
 	_, msgs := b.conversation(t, b.Token, "conv-stop-tool")
@@ -248,7 +248,7 @@ func TestChatCallsNotStartedWhenStoppedDoNotRun(t *testing.T) {
 		status, _ := b.stop(t, b.Token, "conv-left")
 		stopped <- status
 	}()
-	time.Sleep(200 * time.Millisecond) // the stop request reaches the run
+	b.awaitStopRequested(t, "conv-left")
 	close(release)
 	require.Equal(t, http.StatusOK, <-stopped)
 
