@@ -10,7 +10,7 @@ DATABASE_URL ?= $(PGHOST_URL)/invoiced?sslmode=disable
 INVOICED_TEST_DATABASE_URL ?= $(PGHOST_URL)/postgres?sslmode=disable
 export DATABASE_URL INVOICED_TEST_DATABASE_URL
 
-.PHONY: build run test vet chat-bundle bench-testdb bench-issue bench-chat bench-chat-long bench-mcp bench-pdf bench-receivables clean
+.PHONY: build run test vet node-deps chat-bundle bench-testdb bench-issue bench-chat bench-chat-long bench-mcp bench-pdf bench-receivables clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/invoiced
@@ -25,8 +25,24 @@ run: build
 	$(BIN) serve
 
 ## test: vet and the whole suite against a real PostgreSQL.
-test: vet
+test: vet node-deps
 	$(GO) test -race -count=1 ./...
+
+# The Node.js packages the tests drive, each folder's pinned by its
+# lockfile. They are installed here, before the suite, so that a slow
+# registry costs time in this step rather than a test's deadline; a
+# folder is installed again when its lockfile changes. The flags are
+# internal/nodetest's CIFlags (npm's 5-minute wait on a stalled fetch cut
+# to 30 s, with retries).
+NODE_DIRS := e2e e2e/mcp web/e2e openapi
+NPM_CI := npm ci --no-audit --no-fund --loglevel=error --fetch-timeout=30000 --fetch-retries=4
+
+## node-deps: install the pinned Node.js packages of the test folders (npm ci where a lockfile changed).
+node-deps: $(NODE_DIRS:%=%/node_modules/.package-lock.json)
+
+%/node_modules/.package-lock.json: %/package-lock.json
+	cd $* && $(NPM_CI)
+	@touch $@
 
 vet:
 	$(GO) vet ./...

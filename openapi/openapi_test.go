@@ -19,6 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
+	"github.com/invoiced/invoiced/internal/nodetest"
 	"github.com/invoiced/invoiced/openapi"
 	"github.com/invoiced/invoiced/openapi/openapitest"
 	"github.com/invoiced/invoiced/server"
@@ -169,14 +170,7 @@ func TestEveryOperationListsItsAnswers(t *testing.T) {
 // missing an operationId shows the lint can fail.
 func TestRedoclyLint(t *testing.T) {
 	t.Parallel()
-	dir, err := filepath.Abs(".")
-	require.NoError(t, err)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@redocly", "cli", "package.json")); err != nil {
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "npm ci in %s:\n%s", dir, out)
-	}
+	_, dir := nodetest.Install(t, ".", "@redocly/cli/package.json")
 	lint := func(file string) (string, error) {
 		cmd := exec.Command("npx", "--no-install", "redocly", "lint", "--config", filepath.Join(dir, "redocly.yaml"), "--format", "stylish", file)
 		cmd.Dir = dir

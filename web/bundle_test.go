@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/internal/nodetest"
 	"github.com/invoiced/invoiced/money"
 	"github.com/stretchr/testify/require"
 )
@@ -43,7 +44,7 @@ func TestChatBundleIsBuiltFromItsSources(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s %v:\n%s", name, args, out)
 	}
-	run(npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error")
+	run(npm, append(nodetest.CIFlags, "--ignore-scripts")...)
 	out := filepath.Join(dir, "chat.js")
 	run("node", "build.mjs", out)
 
