@@ -61,19 +61,6 @@ func (r *runs) stop(id uuid.UUID) bool {
 	return ok
 }
 
-// stopConversation cancels owner's run of conversation conv if it runs
-// here: the stop route calls it before recording the request, so a run on
-// the route's own replica starts nothing more once the request is visible.
-func (r *runs) stopConversation(conv string, owner uuid.UUID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, lr := range r.live {
-		if lr.lease.ID == conv && lr.lease.OwnerID == owner {
-			lr.cancel(errStopped)
-		}
-	}
-}
-
 // heartbeat renews the leases of this replica's runs every third of
 // LeaseTTL in one statement, which also reads their stop requests (in
 // case a notification was missed); a run whose lease is gone is cancelled.

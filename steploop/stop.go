@@ -37,7 +37,6 @@ func (s *Service) Stop(c echo.Context) error {
 	}
 	defer unsubscribe()
 	ctx := c.Request().Context()
-	s.runs.stopConversation(id, p.UserID)
 	run, msgID, err := runStopRequest(ctx, s.cfg.DB, id, p.UserID)
 	if err != nil {
 		return err
@@ -45,7 +44,6 @@ func (s *Service) Stop(c echo.Context) error {
 	if run == uuid.Nil {
 		return c.NoContent(http.StatusNoContent)
 	}
-	// A run that registered here after stopConversation looked.
 	s.runs.stop(run)
 	ended, err := s.awaitEnd(ctx, run, woken)
 	if err != nil {

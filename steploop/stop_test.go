@@ -64,8 +64,9 @@ func (b *bundle) stop(t *testing.T, token, id string) (int, []byte) {
 }
 
 // awaitStopRequested waits until the stop route has recorded its request
-// on conversation id's run. The route cancels a run on its own replica
-// before it records the request, so from then on the run starts nothing.
+// on conversation id's run. The route cancels the run (on this replica)
+// as soon as the statement returns, well before a test could release a
+// tool and let the run go on.
 func (b *bundle) awaitStopRequested(t *testing.T, id string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
