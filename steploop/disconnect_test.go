@@ -188,12 +188,17 @@ func TestChatToolRunningWhenStoppedFinishesAndIsRecorded(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.leaveDuringTool(t, "conv-stop-tool")
+	cancelled := b.Svc.Stopped("conv-stop-tool")
 	stopped := make(chan int, 1)
 	go func() {
 		status, _ := b.stop(t, b.Token, "conv-stop-tool")
 		stopped <- status
 	}()
-	b.awaitStopRequested(t, "conv-stop-tool")
+	select {
+	case <-cancelled:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the stop request never reached the run")
+	}
 	close(b.release)
 	require.Equal(t, http.StatusOK, <-stopped)
 	_, msgs := b.conversation(t, b.Token, "conv-stop-tool")
@@ -243,12 +248,17 @@ func TestChatCallsNotStartedWhenStoppedDoNotRun(t *testing.T) {
 	<-started
 	cancel()
 	<-done
+	cancelled := b.Svc.Stopped("conv-left")
 	stopped := make(chan int, 1)
 	go func() {
 		status, _ := b.stop(t, b.Token, "conv-left")
 		stopped <- status
 	}()
-	b.awaitStopRequested(t, "conv-left")
+	select {
+	case <-cancelled:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the stop request never reached the run")
+	}
 	close(release)
 	require.Equal(t, http.StatusOK, <-stopped)
 

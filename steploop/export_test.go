@@ -2,6 +2,8 @@ package steploop
 
 import (
 	"context"
+	"errors"
+	"sync"
 
 	"github.com/invoiced/invoiced/store"
 )
@@ -46,4 +48,28 @@ func ApplySSE(b []byte) (Message, error) {
 	a := newApplier()
 	err := a.sse(b)
 	return a.m, err
+}
+
+// Stopped returns a channel closed once the run of conversation id that
+// runs here is cancelled by a stop request: after that, the run starts
+// nothing more. The run must be running.
+func (s *Service) Stopped(id string) <-chan struct{} {
+	done := make(chan struct{})
+	var once sync.Once
+	s.runs.mu.Lock()
+	defer s.runs.mu.Unlock()
+	for run, lr := range s.runs.live {
+		if lr.lease.ID != id {
+			continue
+		}
+		// A new entry, not a changed one: the heartbeat may hold the old.
+		s.runs.live[run] = &liveRun{lease: lr.lease, cancel: func(cause error) {
+			lr.cancel(cause)
+			if errors.Is(cause, errStopped) {
+				once.Do(func() { close(done) })
+			}
+		}}
+		return done
+	}
+	panic("steploop: no run of conversation " + id + " runs here")
 }

@@ -63,20 +63,6 @@ func (b *bundle) stop(t *testing.T, token, id string) (int, []byte) {
 	return res.Status, res.Body
 }
 
-// awaitStopRequested waits until the stop route has recorded its request
-// on conversation id's run. The route cancels the run (on this replica)
-// as soon as the statement returns, well before a test could release a
-// tool and let the run go on.
-func (b *bundle) awaitStopRequested(t *testing.T, id string) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		var asked bool
-		err := b.Pool.QueryRow(context.Background(), `
-			SELECT stop_requested FROM chat_runs WHERE conversation_id = $1 AND ended_at IS NULL`, id).Scan(&asked)
-		return err == nil && asked
-	}, 15*time.Second, 5*time.Millisecond, "the stop request was never recorded")
-}
-
 // The stop route ends a run whose client went away: the model call is
 // cancelled, what completed is kept (marked interrupted), and the
 // conversation is usable again.
