@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/capability/caphttp"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
@@ -123,7 +124,7 @@ func (h *Handler) Update(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ifMatch, err := capability.ParseIfMatch(c.Request().Header.Get("If-Match"))
+	ifMatch, err := caphttp.IfMatch(c)
 	if err != nil {
 		return err
 	}

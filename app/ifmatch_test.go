@@ -3,6 +3,7 @@ package app_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/invoiced/invoiced/capability"
@@ -13,7 +14,8 @@ import (
 // its own (PATCH /v1/users/{id}) and on one that runs a capability (PATCH
 // /v1/invoices/{id}): a list holds when any member is the current ETag,
 // "*" holds for any version, a weak tag never holds (412 saying so), and
-// a header that is no list of tags (a bare 3) is 400 IF_MATCH_INVALID.
+// a header that is no list of tags (a bare 3) is 400 IF_MATCH_INVALID;
+// a header sent as several field lines is read as one list.
 // Every refusal leaves the row at its version; every match moves it on.
 func TestIfMatchOverHTTP(t *testing.T) {
 	t.Parallel()
@@ -53,9 +55,17 @@ func TestIfMatchOverHTTP(t *testing.T) {
 			{"a bare weak version", func(v int) string { return fmt.Sprintf("W/%d", v) }, 400, capability.CodeIfMatchInvalid, ""},
 			{"* in a list", func(v int) string { return fmt.Sprintf(`"%d", *`, v) }, 400, capability.CodeIfMatchInvalid, ""},
 			{"unterminated", func(v int) string { return fmt.Sprintf(`"%d`, v) }, 400, capability.CodeIfMatchInvalid, ""},
+			// Field lines, one per "\n": together they are one list.
+			{"a second field line holding it", func(v int) string { return fmt.Sprintf("\"%d\"\n\"%d\"", v+5, v) }, 200, "", ""},
+			{"field lines without it", func(v int) string { return fmt.Sprintf("\"%d\"\n\"%d\"", v-1, v+1) }, 412, capability.CodeVersionMismatch, "fetch it again"},
+			{"* and a tag on two lines", func(v int) string { return fmt.Sprintf("*\n\"%d\"", v) }, 400, capability.CodeIfMatchInvalid, ""},
 		} {
 			before := version()
-			resp := g.h.Do(t, http.MethodPatch, r.path, r.token, r.body(n), "If-Match", tc.header(before))
+			var lines []string
+			for _, l := range strings.Split(tc.header(before), "\n") {
+				lines = append(lines, "If-Match", l)
+			}
+			resp := g.h.Do(t, http.MethodPatch, r.path, r.token, r.body(n), lines...)
 			require.Equal(t, tc.status, resp.StatusCode, "%s, %s: %s", r.name, tc.name, resp.Body)
 			if tc.status == http.StatusOK {
 				require.Equal(t, before+1, version(), "%s, %s", r.name, tc.name)

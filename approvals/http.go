@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/capability/caphttp"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
@@ -145,7 +146,7 @@ func (h *Handler) act(c echo.Context, body any, field string,
 	if err != nil {
 		return err
 	}
-	ifMatch, err := capability.ParseIfMatch(c.Request().Header.Get("If-Match"))
+	ifMatch, err := caphttp.IfMatch(c)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/capability/caphttp"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
@@ -48,7 +49,7 @@ func (h *PolicyHandler) SetRule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ifMatch, err := capability.ParseIfMatch(c.Request().Header.Get("If-Match"))
+	ifMatch, err := caphttp.IfMatch(c)
 	if err != nil {
 		return err
 	}
@@ -73,7 +74,7 @@ func (h *PolicyHandler) DeleteRule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ifMatch, err := capability.ParseIfMatch(c.Request().Header.Get("If-Match"))
+	ifMatch, err := caphttp.IfMatch(c)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/capability/caphttp"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/server"
 	"github.com/labstack/echo/v4"
@@ -90,7 +91,7 @@ func change(c echo.Context) (identity.Principal, uuid.UUID, capability.IfMatch, 
 	if err != nil {
 		return p, uuid.Nil, capability.IfMatch{}, err
 	}
-	ifMatch, err := capability.ParseIfMatch(c.Request().Header.Get("If-Match"))
+	ifMatch, err := caphttp.IfMatch(c)
 	return p, id, ifMatch, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
@@ -29,7 +30,7 @@ func (h *Handler) Run(c echo.Context, name string, input *jsondoc.Doc, via capab
 	if err != nil {
 		return nil, err
 	}
-	ifMatch, err := capability.ParseIfMatch(c.Request().Header.Get("If-Match"))
+	ifMatch, err := IfMatch(c)
 	if err != nil {
 		return nil, err
 	}
@@ -39,6 +40,14 @@ func (h *Handler) Run(c echo.Context, name string, input *jsondoc.Doc, via capab
 	}
 	call.Principal, call.Via, call.IfMatch = p, via, ifMatch
 	return h.Registry.Invoke(c.Request().Context(), call)
+}
+
+// IfMatch reads the request's If-Match precondition. A header sent as
+// several field lines is one list (RFC 9110 §5.3), as a client or a proxy
+// may split it: reading the first line only would refuse a tag another
+// line names.
+func IfMatch(c echo.Context) (capability.IfMatch, error) {
+	return capability.ParseIfMatch(strings.Join(c.Request().Header.Values("If-Match"), ", "))
 }
 
 // Respond writes out as JSON with status, with an ETag when out is
