@@ -33,9 +33,9 @@ func TestVerifyAnchoredDetectsRemovedNewestEvents(t *testing.T) {
 	require.NoError(t, err, "a chain that grew past its anchor is intact")
 	require.EqualValues(t, 6, later.Seq)
 
-	_, err = db.Exec(ctx, `ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete;
+	_, err = db.Exec(ctx, `SET LOCAL session_replication_role = replica;
 		DELETE FROM audit_events WHERE seq >= 4;
-		ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete`)
+		SET LOCAL session_replication_role = origin`)
 	require.NoError(t, err)
 	n, err := audit.Verify(ctx, db)
 	require.NoError(t, err, "without an anchor the shortened chain looks whole")
@@ -82,9 +82,9 @@ func TestVerifyDetectsAnEditBelowDoublePrecision(t *testing.T) {
 	require.NoError(t, err, "numbers as appended verify")
 	require.EqualValues(t, 6, n)
 
-	_, err = db.Exec(ctx, `ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete;
+	_, err = db.Exec(ctx, `SET LOCAL session_replication_role = replica;
 		UPDATE audit_events SET event = jsonb_set(event, '{data,n}', '3.00000000000000000001') WHERE seq = 4;
-		ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete`)
+		SET LOCAL session_replication_role = origin`)
 	require.NoError(t, err)
 	_, err = audit.Verify(ctx, db)
 	var broken *audit.BrokenError
