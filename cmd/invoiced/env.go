@@ -126,7 +126,7 @@ func subcommandError(stderr io.Writer, cmd string, args []string, usage string) 
 			}
 		}
 	}
-	what := "name one of " + orList(subs)
+	what := "name one of " + wordList(subs, "or")
 	if len(subs) == 1 {
 		what = "the subcommand is " + subs[0]
 	}
@@ -137,12 +137,12 @@ func subcommandError(stderr io.Writer, cmd string, args []string, usage string) 
 	return errUsage
 }
 
-// orList is "a, b or c".
-func orList(words []string) string {
+// wordList is "a, b <conj> c".
+func wordList(words []string, conj string) string {
 	if len(words) < 2 {
 		return strings.Join(words, "")
 	}
-	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+	return strings.Join(words[:len(words)-1], ", ") + " " + conj + " " + words[len(words)-1]
 }
 
 func exitCode(err error, stderr io.Writer) int {

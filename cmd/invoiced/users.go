@@ -252,7 +252,7 @@ func missingFlags(flagValues ...string) string {
 	case 1:
 		return names[0] + " is required"
 	}
-	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + " are required"
+	return wordList(names, "and") + " are required"
 }
 
 // describeChange says what Update did to before, in a line.
