@@ -145,14 +145,12 @@ func ApprovalList(ctx context.Context, db store.Executor, p ListParams) ([]*Appr
 	}
 	var out []*Approval
 	err := store.ReadSnapshot(ctx, db, func(db store.Executor) error {
-		rows, err := db.Query(ctx, `SELECT `+approvalColumns+approvalFrom+`
+		var err error
+		out, err = approvalsQuery(ctx, db, `
 			WHERE ($1 = '' OR r.status = $1) AND ($2::timestamptz IS NULL OR (r.created_at, r.id) < ($2, $3::uuid))
 			ORDER BY r.created_at DESC, r.id DESC LIMIT $4`, string(p.Status), after.at, after.id, p.Page.Limit)
 		if err != nil {
-			return store.MapError(err, "approvals")
-		}
-		if out, err = collectApprovals(rows); err != nil {
-			return store.MapError(err, "approvals")
+			return err
 		}
 		return decisionsLoad(ctx, db, out)
 	})
@@ -166,17 +164,9 @@ func ApprovalList(ctx context.Context, db store.Executor, p ListParams) ([]*Appr
 // at or before now, locked; rows another transaction holds are skipped
 // (the next sweep takes them). Decisions are not loaded.
 func approvalsDueLockTx(ctx context.Context, tx pgx.Tx, now time.Time, limit int) ([]*Approval, error) {
-	rows, err := tx.Query(ctx, `SELECT `+approvalColumns+approvalFrom+`
+	return approvalsQuery(ctx, tx, `
 		WHERE r.status IN ('pending', 'approved') AND r.expires_at <= $1
 		ORDER BY r.expires_at LIMIT $2 FOR UPDATE OF r SKIP LOCKED`, now, limit)
-	if err != nil {
-		return nil, store.MapError(err, "approvals")
-	}
-	due, err := collectApprovals(rows)
-	if err != nil {
-		return nil, store.MapError(err, "approvals")
-	}
-	return due, nil
 }
 
 // approvalsDecidedByLockTx returns the open, unexpired requests on which
@@ -186,34 +176,32 @@ func approvalsDueLockTx(ctx context.Context, tx pgx.Tx, now time.Time, limit int
 // it: history, which keeps its decisions (ADR-0012 §1). Decisions are not
 // loaded.
 func approvalsDecidedByLockTx(ctx context.Context, tx pgx.Tx, approver uuid.UUID, now time.Time) ([]*Approval, error) {
-	rows, err := tx.Query(ctx, `SELECT `+approvalColumns+approvalFrom+`
+	return approvalsQuery(ctx, tx, `
 		WHERE r.status IN ('pending', 'approved') AND r.expires_at > $2
 		  AND EXISTS (SELECT 1 FROM approval_decisions d WHERE d.request_id = r.id AND d.approver_id = $1 AND d.voided_at IS NULL)
 		ORDER BY r.id FOR UPDATE OF r`, approver, now)
-	if err != nil {
-		return nil, store.MapError(err, "approvals")
-	}
-	open, err := collectApprovals(rows)
-	if err != nil {
-		return nil, store.MapError(err, "approvals")
-	}
-	return open, nil
 }
 
 // approvalsOpenLockTx returns the open requests of capName unexpired at
 // now, locked in id order. Decisions are not loaded.
 func approvalsOpenLockTx(ctx context.Context, tx pgx.Tx, capName string, now time.Time) ([]*Approval, error) {
-	rows, err := tx.Query(ctx, `SELECT `+approvalColumns+approvalFrom+`
+	return approvalsQuery(ctx, tx, `
 		WHERE r.capability = $1 AND r.status IN ('pending', 'approved') AND r.expires_at > $2
 		ORDER BY r.id FOR UPDATE OF r`, capName, now)
+}
+
+// approvalsQuery reads the requests that where (a WHERE clause and what
+// follows it, over approvalFrom's r) selects. Decisions are not loaded.
+func approvalsQuery(ctx context.Context, db store.Executor, where string, args ...any) ([]*Approval, error) {
+	rows, err := db.Query(ctx, `SELECT `+approvalColumns+approvalFrom+where, args...)
 	if err != nil {
 		return nil, store.MapError(err, "approvals")
 	}
-	open, err := collectApprovals(rows)
+	out, err := collectApprovals(rows)
 	if err != nil {
 		return nil, store.MapError(err, "approvals")
 	}
-	return open, nil
+	return out, nil
 }
 
 // approvalInsertTx inserts a pending request from a's ID, Capability,
