@@ -93,10 +93,10 @@ func endpointRotateTx(ctx context.Context, tx pgx.Tx, e *Endpoint, secret string
 
 // deliveriesInsertTx records the delivery of an event to every enabled
 // endpoint subscribed to its type and returns the new deliveries' ids (an
-// event emitted twice gets no second delivery). One statement, in the fact's
-// transaction, so it adds one round trip to every fact: the ids are random (v4)
-// rather than time-ordered, since PostgreSQL 15 makes no v7; lists order
-// by created_at first.
+// event emitted twice gets no second delivery). It runs in the fact's
+// transaction, so it is one statement: one round trip added to every
+// fact. The ids are random (v4) rather than time-ordered, since
+// PostgreSQL 15 makes no v7; lists order by created_at first.
 func deliveriesInsertTx(ctx context.Context, tx pgx.Tx, event uuid.UUID, t events.Type, payload string, now time.Time) ([]uuid.UUID, error) {
 	rows, err := tx.Query(ctx, `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, created_at, updated_at)
 		SELECT gen_random_uuid(), e.id, $1, $2, $3, $4, $4 FROM webhook_endpoints e WHERE e.enabled AND $2 = ANY(e.events)
