@@ -26,6 +26,14 @@ try {
     await box.fill(text);
     await box.press("Enter");
   };
+  // A refused first message made no conversation, so the address stays
+  // /chat: a reload opens a new chat, not a 404 for an id never stored.
+  const stillNew = async (page) => {
+    assert.equal(new URL(page.url()).pathname, "/chat");
+    const reloaded = await page.reload();
+    assert.equal(reloaded.status(), 200);
+    await page.getByLabel("Message", { exact: true }).waitFor();
+  };
 
   // 503: no model configured.
   let page = await open(NO_MODEL);
@@ -38,6 +46,7 @@ try {
   assert.match(await alert.innerText(), /^The assistant is not set up on this server: an administrator has to configure a model\. .*INVOICED_MODEL_PROVIDER.* The inbox and the invoices work meanwhile\.$/s);
   assert.equal(await alert.getByRole("button").count(), 0, "nothing to retry until a model is set");
   await shot(page, OUT, "chat-error-503.png", { fullPage: false });
+  await stillNew(page);
   log("503 said");
 
   // 422: a message over the limit names it, and the way on.
@@ -49,6 +58,7 @@ try {
   assert.equal((await page.getByLabel("Message", { exact: true }).inputValue()).length, 70 * 1024);
   assert.equal(await page.locator("li.msg").count(), 0);
   await shot(page, OUT, "chat-error-422.png", { fullPage: false });
+  await stillNew(page);
   log("422 said");
 
   // 401: the session ended meanwhile.

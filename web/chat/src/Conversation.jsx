@@ -38,10 +38,21 @@ export function Conversation({ id, initialMessages, api, watcher, onOpenInvoice,
         api: '/v1/chat',
         headers: api.headers,
         credentials: 'same-origin',
+        // The address names the conversation once the server has taken
+        // a message (it answers 200 only after storing it): a refused
+        // first message made no conversation, and /chat/{id} would be a
+        // 404 on reload.
+        fetch: async (input, init) => {
+          const r = await fetch(input, init);
+          if (r.ok && init?.method === 'POST' && window.location.pathname !== `/chat/${id}`) {
+            window.history.replaceState(null, '', `/chat/${encodeURIComponent(id)}`);
+          }
+          return r;
+        },
         // Only the new message: the server holds the rest.
         prepareSendMessagesRequest: ({ id, messages }) => ({ body: { id, message: messages.at(-1) } }),
       }),
-    [api],
+    [api, id],
   );
   const showInvoice = (toolCallId, invoiceId) => {
     onOpenInvoice(invoiceId);
@@ -107,7 +118,6 @@ export function Conversation({ id, initialMessages, api, watcher, onOpenInvoice,
   const send = (text) => {
     setLocal(null);
     clearError();
-    if (window.location.pathname !== `/chat/${id}`) window.history.replaceState(null, '', `/chat/${encodeURIComponent(id)}`);
     sendMessage({ text });
   };
 
