@@ -29,9 +29,10 @@ test: vet node-deps
 	$(GO) test -race -count=1 ./...
 
 # The Node.js packages the tests drive, each folder's pinned by its
-# lockfile. They are installed here, before the suite, so that a slow
-# registry costs time in this step rather than a test's deadline; a
-# folder is installed again when its lockfile changes. The flags are
+# lockfile (and bench/peer's, before bench-chat). They are installed
+# here, before the suite, so that a slow registry costs time in this step
+# rather than a test's deadline; a folder is installed again when its
+# lockfile changes. The flags are
 # internal/nodetest's CIFlags (npm's 5-minute wait on a stalled fetch cut
 # to 30 s, with retries).
 NODE_DIRS := e2e e2e/mcp web/e2e openapi
@@ -63,7 +64,7 @@ bench-issue:
 
 ## bench-chat: POST /v1/chat (scripted model, one read tool call + text, every run logged) vs an ai@7
 ## streamText peer, plain and resumable (resumable-stream over the local Redis), at 1/8/32.
-bench-chat:
+bench-chat: bench/peer/node_modules/.package-lock.json
 	$(GO) run ./steploop/internal/benchchat
 
 ## bench-chat-long: a turn at message 400 of a conversation vs at message 2 and 4, in last-message mode.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -107,16 +108,12 @@ type target struct {
 	pid                   int
 }
 
-// startPeer starts bench/peer's script (installing its pinned packages on
-// first use); stop ends it.
+// startPeer starts bench/peer's script; stop ends it. Its pinned packages
+// are make's to install (with npm's fetch flags, as for the tests).
 func startPeer(root, dbURL string, customerID uuid.UUID, script string) (target, func(), error) {
 	peerDir := filepath.Join(root, "bench", "peer")
-	if _, err := os.Stat(filepath.Join(peerDir, "node_modules", "resumable-stream")); err != nil {
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir = peerDir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return target{}, nil, fmt.Errorf("npm ci in bench/peer: %v: %s", err, out)
-		}
+	if _, err := os.Stat(filepath.Join(peerDir, "node_modules", ".package-lock.json")); err != nil {
+		return target{}, nil, errors.New("bench/peer's packages are not installed: run make bench-chat (it installs them), or BENCH_PEER=off")
 	}
 	pport, err := freePort()
 	if err != nil {
