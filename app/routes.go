@@ -127,10 +127,10 @@ func (a *App) webhookRoutes(v1 *echo.Group) {
 // /v1 and REST. Bearer tokens only (nil: no inbox cookie, so no CSRF);
 // approvers get a server without tools; its GET is a stream, without
 // HEAD. Sessions close when shutdown begins, so their open streams do not
-// hold it.
+// hold it; every write to a client has a deadline (BoundWrites).
 func (a *App) mcpRoutes(e *echo.Echo) {
 	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp",
-		echo.WrapHandler(a.mcp.Handler()), identity.Authenticate(a.pool, nil), a.mcp.RecheckStreams)
+		echo.WrapHandler(a.mcp.Handler()), identity.Authenticate(a.pool, nil), a.mcp.RecheckStreams, a.mcp.BoundWrites)
 	e.Server.RegisterOnShutdown(a.mcp.Shutdown)
 }
 

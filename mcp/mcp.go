@@ -48,6 +48,9 @@ type Options struct {
 	// how old a credential may be before a call acts on it; 0 means
 	// DefaultHeartbeat.
 	Heartbeat time.Duration
+	// WriteTimeout bounds one write to a client (BoundWrites); 0 means
+	// DefaultWriteTimeout.
+	WriteTimeout time.Duration
 }
 
 // Config is what the endpoint runs on.
@@ -96,6 +99,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Heartbeat == 0 {
 		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
 	}
 	s := &Service{cfg: cfg, risks: map[string]capability.Risk{}}
 	s.stopping, s.stop = context.WithCancel(context.Background())

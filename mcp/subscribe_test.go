@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -81,20 +83,12 @@ func TestSubscriptionsEndWithUnsubscribeAndSession(t *testing.T) {
 // blocked, another session hears of a decision.
 func TestStuckStreamDelaysNoOtherSession(t *testing.T) {
 	t.Parallel()
-	b := setup(t, app.Config{})
+	// The stuck stream's write must stay blocked to the end of the test.
+	b := setup(t, app.Config{MCP: mcp.Options{WriteTimeout: 10 * time.Minute}})
 	stats := b.h.App.MCP().Subscriptions
 	probeURI, decidedURI := requestApproval(t, b), requestApproval(t, b)
-
-	// The stuck session watches 100 requests: updates of one URI
-	// collapse while one waits, so it takes many URIs to keep its stream
-	// busy.
-	stuck := openSession(t, b.h.URL, b.clerk, false)
-	var stuckIDs []string
-	for _, uri := range requestApprovals(t, b, 100) {
-		require.Empty(t, stuck.request("resources/subscribe", map[string]any{"uri": uri}).next().Error)
-		stuckIDs = append(stuckIDs, uri[strings.LastIndexByte(uri, '/')+1:])
-	}
-	unreadStream(t, b.h.URL, b.clerk, stuck.id)
+	stuck := stuckSession(t, b)
+	unreadStream(t, b.h.URL, b.clerk, stuck.session)
 
 	updates := make(chan string, 1024)
 	good := sdkSession(t, b.h.URL, b.clerk2, &gomcp.ClientOptions{
@@ -123,25 +117,7 @@ func TestStuckStreamDelaysNoOtherSession(t *testing.T) {
 		}
 	}, 30*time.Second, time.Millisecond, "the Go SDK client's GET stream never opened")
 
-	// Announce each of the stuck session's requests once a round until
-	// its stream takes no more: for 20 rounds in a row a send stays in
-	// progress, nothing more is sent, and an update of every URI waits.
-	// About 10,000 updates of 150 bytes fill what the kernel buffers for
-	// a reader that stopped reading (1.6 MB measured on loopback with a
-	// 1 KiB receive buffer); the loop gives up at 100,000 (15 MB). A
-	// round of 100 stays under the hub's 256 per watcher (a watcher that
-	// lags further is dropped and resyncs).
-	still := 0
-	for last := stats().Sent; still < 20 && last < 100000; {
-		require.NoError(t, announce(b, stuckIDs, 1))
-		st := stats()
-		if st.Sent == last && st.Sending == 1 && st.Queued == len(stuckIDs) {
-			still++
-		} else {
-			still, last = 0, st.Sent
-		}
-	}
-	require.Equal(t, 20, still, "the stream never filled: %+v", stats())
+	fillStream(t, b, stuck.requests)
 
 	// Only now does the other session watch the request it waits on, so
 	// no update of it dates from before the stuck stream filled.
@@ -169,7 +145,72 @@ func TestStuckStreamDelaysNoOtherSession(t *testing.T) {
 	}
 	st := stats()
 	require.Equal(t, 1, st.Sending, "the stuck session's send is still blocked: %+v", st)
-	require.LessOrEqual(t, st.Queued, len(stuckIDs), "what waits behind it is at most one update per URI: %+v", st)
+	require.LessOrEqual(t, st.Queued, len(stuck.requests), "what waits behind it is at most one update per URI: %+v", st)
+}
+
+// A client that stops reading its GET stream and keeps the connection
+// open is written to for WriteTimeout at most: the write fails, the
+// endpoint closes the connection, and the session's sender is free again.
+func TestStuckStreamEndsAfterTheWriteTimeout(t *testing.T) {
+	t.Parallel()
+	b := setup(t, app.Config{MCP: mcp.Options{WriteTimeout: 2 * time.Second}})
+	stats := b.h.App.MCP().Subscriptions
+	ids := stuckSession(t, b)
+	conn := unreadStream(t, b.h.URL, b.clerk, ids.session)
+	fillStream(t, b, ids.requests)
+
+	require.Eventually(t, func() bool { return stats().Sending == 0 }, 60*time.Second, 50*time.Millisecond,
+		"the stuck session's send is still blocked: %+v", stats())
+	// Reading now drains what the buffers held and then finds the
+	// connection closed by the endpoint, not held open.
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(60*time.Second)))
+	_, err := io.Copy(io.Discard, conn)
+	var ne net.Error
+	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the endpoint kept the stuck connection open: %v", err)
+}
+
+// stuckStream is a session watching many requests, whose GET stream
+// unreadStream opens and fillStream fills.
+type stuckStream struct {
+	session  string
+	requests []string
+}
+
+// stuckSession opens a session watching 100 requests: updates of one URI
+// collapse while one waits, so it takes many URIs to keep its stream busy.
+func stuckSession(t *testing.T, b *bundle) stuckStream {
+	t.Helper()
+	s := openSession(t, b.h.URL, b.clerk, false)
+	st := stuckStream{session: s.id}
+	for _, uri := range requestApprovals(t, b, 100) {
+		require.Empty(t, s.request("resources/subscribe", map[string]any{"uri": uri}).next().Error)
+		st.requests = append(st.requests, uri[strings.LastIndexByte(uri, '/')+1:])
+	}
+	return st
+}
+
+// fillStream announces each of the stuck session's requests once a round
+// until its stream takes no more: for 20 rounds in a row a send stays in
+// progress, nothing more is sent, and an update of every URI waits.
+// About 10,000 updates of 150 bytes fill what the kernel buffers for a
+// reader that stopped reading (1.6 MB measured on loopback with a 1 KiB
+// receive buffer); the loop gives up at 100,000 (15 MB). A round of 100
+// stays under the hub's 256 per watcher (a watcher that lags further is
+// dropped and resyncs).
+func fillStream(t *testing.T, b *bundle, ids []string) {
+	t.Helper()
+	stats := b.h.App.MCP().Subscriptions
+	still := 0
+	for last := stats().Sent; still < 20 && last < 100000; {
+		require.NoError(t, announce(b, ids, 1))
+		st := stats()
+		if st.Sent == last && st.Sending == 1 && st.Queued == len(ids) {
+			still++
+		} else {
+			still, last = 0, st.Sent
+		}
+	}
+	require.Equal(t, 20, still, "the stream never filled: %+v", stats())
 }
 
 // requestApprovals makes n pending approval requests over MCP in one
@@ -198,7 +239,7 @@ func announce(b *bundle, ids []string, n int) error {
 // unreadStream opens session's GET stream on a connection with a 1 KiB
 // receive buffer, reads its headers and nothing more, so the endpoint's
 // writes to it stall once the buffers between fill.
-func unreadStream(t *testing.T, base, token, session string) {
+func unreadStream(t *testing.T, base, token, session string) net.Conn {
 	t.Helper()
 	u, err := url.Parse(base)
 	require.NoError(t, err)
@@ -219,4 +260,5 @@ func unreadStream(t *testing.T, base, token, session string) {
 	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 16), nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+	return conn
 }

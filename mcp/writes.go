@@ -1,0 +1,61 @@
+package mcp
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// DefaultWriteTimeout bounds one write to an MCP client, as
+// steploop.WriteTimeout does for the chat stream: long enough for any
+// client that reads, short enough that one that does not lets go of its
+// resources soon.
+const DefaultWriteTimeout = 30 * time.Second
+
+// BoundWrites is route middleware for /mcp: every write to the client
+// must finish within WriteTimeout. The SDK writes a session's
+// notifications to its GET stream from the sender's goroutine, and a
+// client that stops reading while keeping its connection open (its
+// socket buffer full) would hold that goroutine, the SDK's handler and
+// the connection until TCP gives up, which for a live peer that
+// advertises a zero window is never. A write past its deadline fails;
+// net/http then cancels the request, the SDK's handler returns and the
+// connection closes, and the client reconnects as after any dropped
+// stream (ADR-0015).
+func (s *Service) BoundWrites(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		res := c.Response()
+		w := &boundWriter{ResponseWriter: res.Writer, rc: http.NewResponseController(res.Writer), timeout: s.cfg.WriteTimeout}
+		res.Writer = w
+		// The server has no write timeout of its own (streams outlast
+		// any), so a deadline left set would bound the connection's
+		// next request.
+		defer func() { _ = w.rc.SetWriteDeadline(time.Time{}) }()
+		return next(c)
+	}
+}
+
+// boundWriter sets the connection's write deadline before each write and
+// flush; a deadline is a timer in the runtime's poller, not a system call.
+type boundWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (w *boundWriter) Write(p []byte) (int, error) {
+	w.deadline()
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *boundWriter) FlushError() error {
+	w.deadline()
+	return w.rc.Flush()
+}
+
+func (w *boundWriter) Flush() { _ = w.FlushError() }
+
+func (w *boundWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *boundWriter) deadline() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout)) }
