@@ -28,10 +28,10 @@ func (s *Service) BoundWrites(next echo.HandlerFunc) echo.HandlerFunc {
 		res := c.Response()
 		w := &boundWriter{ResponseWriter: res.Writer, rc: http.NewResponseController(res.Writer), timeout: s.cfg.WriteTimeout}
 		res.Writer = w
-		// The server has no write timeout of its own (streams outlast
-		// any), so a deadline left set would bound the connection's
+		// net/http writes the response's end after the handler returns,
+		// under this deadline, and clears it before the connection's
 		// next request.
-		defer func() { _ = w.rc.SetWriteDeadline(time.Time{}) }()
+		defer w.deadline()
 		return next(c)
 	}
 }
