@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,30 +17,19 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/internal/debtest"
 	"github.com/invoiced/invoiced/internal/nodetest"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/stretchr/testify/require"
 )
 
+// chromiumPath is where web/e2e/lib.mjs launches Debian's chromium.
 const chromiumPath = "/usr/bin/chromium"
 
-// ensureChromium installs Debian's chromium when it is missing, so the
-// suite runs on a fresh machine (CI runs as root).
 func ensureChromium(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(chromiumPath); err == nil {
-		return
-	}
-	t.Logf("%s is missing: installing Debian's chromium with apt-get", chromiumPath)
-	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "chromium", "fonts-dejavu-core"}} {
-		cmd := exec.Command("apt-get", args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "apt-get %s:\n%s", strings.Join(args, " "), out)
-	}
-	_, err := os.Stat(chromiumPath)
-	require.NoError(t, err, "apt-get installed chromium but %s is still missing", chromiumPath)
+	debtest.Command(t, chromiumPath, "chromium", "fonts-dejavu-core")
 }
 
 // agent invokes capabilities as a clerk's agent would: through a registry

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/document/documenttest"
+	"github.com/invoiced/invoiced/internal/debtest"
 	"github.com/invoiced/invoiced/openapi/openapitest"
 	"github.com/stretchr/testify/require"
 )
@@ -48,22 +49,6 @@ func readmeWalkthrough(t *testing.T) []string {
 	return blocks
 }
 
-// ensureTool installs a Debian package when its command is missing and
-// the test runs as root (as CI does); otherwise a missing one fails.
-func ensureTool(t *testing.T, command, pkg string) {
-	t.Helper()
-	if _, err := exec.LookPath(command); err == nil {
-		return
-	}
-	require.Equal(t, 0, os.Geteuid(), "the README walkthrough needs %s (Debian package %s)", command, pkg)
-	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", pkg}} {
-		cmd := exec.Command("apt-get", args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "apt-get %s:\n%s", strings.Join(args, " "), out)
-	}
-}
-
 // tokenPlaceholder is what the README writes for the token make run
 // printed; the walkthrough pastes the token there, as a newcomer does.
 const tokenPlaceholder = "export TOKEN=inv_…"
@@ -84,8 +69,8 @@ const walkthroughPassword = "a walkthrough password"
 // reads, names the proxy).
 func TestReadmeWalkthroughIssuesAnInvoice(t *testing.T) {
 	t.Parallel()
-	ensureTool(t, "curl", "curl")
-	ensureTool(t, "jq", "jq")
+	debtest.Command(t, "curl", "curl")
+	debtest.Command(t, "jq", "jq")
 	blocks := readmeWalkthrough(t)
 	require.GreaterOrEqual(t, len(blocks), 7, "README.md marks the second terminal, its setup, its first invoice, what follows issue, "+
 		"user administration (CLI and HTTP) and the approval policy over HTTP as the walkthrough")

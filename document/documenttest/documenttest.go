@@ -9,54 +9,16 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/invoiced/invoiced/internal/debtest"
 )
-
-const pdftotext = "pdftotext"
-
-var install struct {
-	once sync.Once
-	err  string
-}
-
-// ensurePdftotext installs poppler-utils with apt-get when pdftotext is
-// missing and the tests run as root (as CI does); otherwise it fails the
-// test saying what to install. It never skips: a document nobody read
-// back is not tested.
-func ensurePdftotext(t testing.TB) {
-	t.Helper()
-	install.once.Do(func() {
-		if _, err := exec.LookPath(pdftotext); err == nil {
-			return
-		}
-		if os.Geteuid() != 0 {
-			install.err = "pdftotext is missing: install Debian's poppler-utils (apt-get install poppler-utils); the tests install it themselves only when run as root"
-			return
-		}
-		// Several test binaries may install at once: wait for dpkg's lock.
-		for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "poppler-utils"}} {
-			cmd := exec.Command("apt-get", append([]string{"-o", "DPkg::Lock::Timeout=300"}, args...)...)
-			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				install.err = "apt-get " + strings.Join(args, " ") + ": " + err.Error() + "\n" + string(out)
-				return
-			}
-		}
-		if _, err := exec.LookPath(pdftotext); err != nil {
-			install.err = "apt-get installed poppler-utils but pdftotext is still missing"
-		}
-	})
-	if install.err != "" {
-		t.Fatal(install.err)
-	}
-}
 
 // Text is pdf's text in the order it was drawn, as pdftotext -raw
 // extracts it: a table row is one line, its cells separated by a space.
 func Text(t testing.TB, pdf []byte) string {
 	t.Helper()
-	ensurePdftotext(t)
+	pdftotext := debtest.Command(t, "pdftotext", "poppler-utils")
 	in := filepath.Join(t.TempDir(), "document.pdf")
 	if err := os.WriteFile(in, pdf, 0o600); err != nil {
 		t.Fatal(err)
