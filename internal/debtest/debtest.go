@@ -36,7 +36,7 @@ func Command(t testing.TB, command string, packages ...string) string {
 	mu.Lock()
 	why, done := results[command]
 	if !done {
-		why = ensure(command, packages)
+		why = ensure(t, command, packages)
 		results[command] = why
 	}
 	mu.Unlock()
@@ -50,7 +50,7 @@ func Command(t testing.TB, command string, packages ...string) string {
 	return path
 }
 
-func ensure(command string, packages []string) string {
+func ensure(t testing.TB, command string, packages []string) string {
 	if _, err := exec.LookPath(command); err == nil {
 		return ""
 	}
@@ -71,6 +71,7 @@ func ensure(command string, packages []string) string {
 	if _, err := exec.LookPath(command); err == nil {
 		return ""
 	}
+	t.Logf("%s is missing: installing Debian's %s with apt-get", command, pkgs)
 	ctx, cancel := context.WithTimeout(context.Background(), installTimeout)
 	defer cancel()
 	// The lock timeout waits out an apt-get that is not ours (an unattended
