@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	pgxuuid "github.com/vgarvardt/pgx-google-uuid/v5"
 )
 
 // Executor is what both *pgxpool.Pool and pgx.Tx satisfy: queries take it so
@@ -87,6 +88,7 @@ func Open(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 		pc.MaxConns = DefaultMaxConns()
 	}
 	pc.ConnConfig.RuntimeParams["application_name"] = "invoiced"
+	pc.AfterConnect = RegisterTypes
 	if pc.ConnConfig.ConnectTimeout == 0 {
 		pc.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
@@ -101,6 +103,16 @@ func Open(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("connect to database (%s): %w", describe(pc), err)
 	}
 	return pool, nil
+}
+
+// RegisterTypes teaches a connection the Go types our queries pass that pgx
+// does not know: google/uuid's UUID is encoded and scanned as the uuid type
+// itself. Without it each uuid.UUID argument goes through its driver.Valuer
+// (formatted as text, refused by the binary uuid codec, parsed back, encoded
+// again): 5 % of the server's CPU in a chat under bench-chat.
+func RegisterTypes(_ context.Context, conn *pgx.Conn) error {
+	pgxuuid.Register(conn.TypeMap())
+	return nil
 }
 
 func describe(pc *pgxpool.Config) string {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/migrations"
+	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/testcontainers/testcontainers-go"
@@ -368,6 +369,7 @@ func PoolFor(t testing.TB, url string) *pgxpool.Pool {
 	// and listeners, stay under PostgreSQL's default max_connections of
 	// 100 (at 40, `make test` peaked above it).
 	cfg.MaxConns = 16
+	cfg.AfterConnect = store.RegisterTypes
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("storetest: open pool: %v", err)
