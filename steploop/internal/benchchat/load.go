@@ -29,8 +29,11 @@ type result struct {
 	// CPU per request of the server, of every local PostgreSQL process
 	// and of this load generator: where the two cores go.
 	CPUServer, CPUPostgres, CPULoad time.Duration
-	// Rounds are the requests/s of each round a median was taken over.
-	Rounds []float64
+	// Rounds are the requests/s of each round a median was taken over,
+	// RoundsP99 their p99: on this machine a round's tail moves more than
+	// its rate, and a median hides by how much.
+	Rounds    []float64
+	RoundsP99 []time.Duration
 }
 
 // bodies gives worker w's next request body; false when it has none left.
@@ -89,6 +92,7 @@ func median(rs []result) result {
 	out.CPULoad = d(func(r result) time.Duration { return r.CPULoad })
 	for _, r := range rs {
 		out.Rounds = append(out.Rounds, r.RPS)
+		out.RoundsP99 = append(out.RoundsP99, r.P99)
 		out.Errors += r.Errors
 		out.PeakRSSKiB = max(out.PeakRSSKiB, r.PeakRSSKiB)
 	}
