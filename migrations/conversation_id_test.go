@@ -65,10 +65,15 @@ func TestConversationIDRuleIsTheSameBothSidesOf00042(t *testing.T) {
 	_, err = p.DownTo(ctx, 41)
 	require.NoError(t, err)
 	check("below 00042")
+	_, err = pool.Exec(ctx, `INSERT INTO conversations (id, owner_id) VALUES ('kept_1', $1)`, owner.ID)
+	require.NoError(t, err)
 	_, err = p.Up(ctx)
 	require.NoError(t, err)
 	check("up again")
 	var valid bool
 	require.NoError(t, pool.QueryRow(ctx, `SELECT convalidated FROM pg_constraint WHERE conname = 'conversations_id_format'`).Scan(&valid))
 	require.True(t, valid, "the rows there were are validated against the rule")
+	var kept int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM conversations WHERE id = 'kept_1'`).Scan(&kept))
+	require.Equal(t, 1, kept)
 }
