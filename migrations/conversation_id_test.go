@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/invoiced/invoiced/identity"
-	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
@@ -19,13 +18,8 @@ import (
 func TestConversationIDRuleIsTheSameBothSidesOf00042(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := storetest.URL(t)
-	db, err := migrations.Open(url)
-	require.NoError(t, err)
-	defer db.Close()
-	p, err := migrations.NewProvider(db, nil)
-	require.NoError(t, err)
-	pool := storetest.PoolFor(t, url)
+	b := setup(t)
+	pool := storetest.PoolFor(t, b.url)
 	owner, err := identity.UserCreate(ctx, pool, identity.UserCreateParams{Username: "ann", Role: identity.RoleClerk})
 	require.NoError(t, err)
 
@@ -62,12 +56,12 @@ func TestConversationIDRuleIsTheSameBothSidesOf00042(t *testing.T) {
 		}
 	}
 	check("at the latest migration")
-	_, err = p.DownTo(ctx, 41)
+	_, err = b.p.DownTo(ctx, 41)
 	require.NoError(t, err)
 	check("below 00042")
 	_, err = pool.Exec(ctx, `INSERT INTO conversations (id, owner_id) VALUES ('kept_1', $1)`, owner.ID)
 	require.NoError(t, err)
-	_, err = p.Up(ctx)
+	_, err = b.p.Up(ctx)
 	require.NoError(t, err)
 	check("up again")
 	var valid bool

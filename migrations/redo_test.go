@@ -19,16 +19,11 @@ import (
 func TestRedoHoldsTheMigrationLockForBothSteps(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := storetest.URL(t)
-	db, err := migrations.Open(url)
-	require.NoError(t, err)
-	defer db.Close()
-	p, err := migrations.NewProvider(db, nil)
-	require.NoError(t, err)
-	latest, err := p.GetDBVersion(ctx)
+	b := setup(t)
+	latest, err := b.p.GetDBVersion(ctx)
 	require.NoError(t, err)
 
-	other, err := pgx.Connect(ctx, url)
+	other, err := pgx.Connect(ctx, b.url)
 	require.NoError(t, err)
 	defer other.Close(ctx)
 	_, err = other.Exec(ctx, "SELECT pg_advisory_lock($1)", lock.DefaultLockID)
@@ -40,7 +35,7 @@ func TestRedoHoldsTheMigrationLockForBothSteps(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		down, up, err := migrations.Redo(ctx, db)
+		down, up, err := migrations.Redo(ctx, b.db)
 		r := result{err: err}
 		if down != nil && up != nil {
 			r.down, r.up = down.Source.Version, up.Source.Version
@@ -67,7 +62,7 @@ func TestRedoHoldsTheMigrationLockForBothSteps(t *testing.T) {
 	require.NoError(t, r.err)
 	require.Equal(t, latest, r.down)
 	require.Equal(t, latest, r.up)
-	v, err := p.GetDBVersion(ctx)
+	v, err := b.p.GetDBVersion(ctx)
 	require.NoError(t, err)
 	require.Equal(t, latest, v)
 	var held bool

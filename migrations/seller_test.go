@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
-	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/stretchr/testify/require"
 )
@@ -18,18 +17,13 @@ import (
 func TestFrozenSellerMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := storetest.URL(t)
-	db, err := migrations.Open(url)
+	b := setup(t)
+	latest, err := b.p.GetDBVersion(ctx)
 	require.NoError(t, err)
-	defer db.Close()
-	p, err := migrations.NewProvider(db, nil)
-	require.NoError(t, err)
-	latest, err := p.GetDBVersion(ctx)
-	require.NoError(t, err)
-	_, err = p.DownTo(ctx, 39)
+	_, err = b.p.DownTo(ctx, 39)
 	require.NoError(t, err, "nothing records a seller yet")
 
-	pool := storetest.PoolFor(t, url)
+	pool := storetest.PoolFor(t, b.url)
 	cu := invoicetest.Customer(ctx, t, pool, invoicetest.CustomerOpts{})
 	issue := func(number, seller string) uuid.UUID {
 		t.Helper()
@@ -45,16 +39,16 @@ func TestFrozenSellerMigration(t *testing.T) {
 		return id
 	}
 	before := issue("INV-T-1", "")
-	_, err = p.Up(ctx)
+	_, err = b.p.Up(ctx)
 	require.NoError(t, err)
 	var recorded bool
 	require.NoError(t, pool.QueryRow(ctx, `SELECT seller IS NOT NULL FROM invoices WHERE id = $1`, before).Scan(&recorded))
 	require.False(t, recorded, "issued before 00040: no seller recorded")
 
 	since := issue("INV-T-2", `{"name": "Nordlicht GmbH", "address": "Hauptstraße 5", "tax_id": ""}`)
-	_, err = p.ApplyVersion(ctx, 40, false)
+	_, err = b.p.ApplyVersion(ctx, 40, false)
 	require.ErrorContains(t, err, "going below migration 00040 would lose it")
-	v, err := p.GetDBVersion(ctx)
+	v, err := b.p.GetDBVersion(ctx)
 	require.NoError(t, err)
 	require.Equal(t, latest, v)
 	var name string
