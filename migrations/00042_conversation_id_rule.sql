@@ -4,7 +4,7 @@
 -- quickly. Its regex engine expands a counted repetition into one copy of
 -- the class per count: '^[A-Za-z0-9_-]{1,128}$' took 11.5 µs a
 -- 32-character id, '+' with a length test 0.3 µs. The check runs on
--- every insert and every update of a conversation, twice a chat: 4.5 %
+-- every insert and every update of a conversation, twice a chat: 4.6 %
 -- of PostgreSQL's CPU under make bench-chat.
 -- One ALTER TABLE, so no moment goes without the rule; NOT VALID and then
 -- VALIDATE on its own, outside a transaction, so the scan of the rows
