@@ -13,6 +13,7 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/openapi"
+	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/webhooks"
 	"github.com/labstack/echo/v4"
 )
@@ -24,8 +25,9 @@ import (
 func (a *App) Routes(e *echo.Echo) {
 	// Authentication is a global middleware limited to /v1 rather than
 	// group middleware: Echo answers 404 instead of 405 for a known path
-	// with the wrong method when a group has middleware.
-	e.Use(onlyUnder("/v1/", identity.Authenticate(a.pool, a.web.SessionLookup)))
+	// with the wrong method when a group has middleware. The chat
+	// authenticates a bearer token in the statement that opens its turn.
+	e.Use(onlyUnder("/v1/", identity.Authenticate(a.pool, a.web.SessionLookup, steploop.DefersBearer)))
 	// After authentication: keys are scoped per principal.
 	e.Use(onlyUnder("/v1/", idempotency.Middleware(a.pool)))
 	e.Use(headTakesGetsRoute(e))
@@ -130,7 +132,7 @@ func (a *App) webhookRoutes(v1 *echo.Group) {
 // hold it; every write to a client has a deadline (BoundWrites).
 func (a *App) mcpRoutes(e *echo.Echo) {
 	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp",
-		echo.WrapHandler(a.mcp.Handler()), identity.Authenticate(a.pool, nil), a.mcp.RecheckStreams, a.mcp.BoundWrites)
+		echo.WrapHandler(a.mcp.Handler()), identity.Authenticate(a.pool, nil, nil), a.mcp.RecheckStreams, a.mcp.BoundWrites)
 	e.Server.RegisterOnShutdown(a.mcp.Shutdown)
 }
 

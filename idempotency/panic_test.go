@@ -34,7 +34,7 @@ func TestPanickingHandlerReleasesItsKey(t *testing.T) {
 
 	var calls atomic.Int32
 	e := server.New(server.DefaultConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)), func(context.Context) error { return nil })
-	g := e.Group("/v1", identity.Authenticate(tx, nil), idempotency.Middleware(tx))
+	g := e.Group("/v1", identity.Authenticate(tx, nil, nil), idempotency.Middleware(tx))
 	g.POST("/flaky", func(c echo.Context) error {
 		if calls.Add(1) == 1 {
 			panic("the first call breaks")

@@ -2,7 +2,9 @@ package identity
 
 import (
 	"context"
+	"crypto/sha256"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,11 +19,18 @@ type ctxKey struct{}
 // recheckKey carries the request's credential check; see Recheck.
 type recheckKey struct{}
 
-// credential is what Authenticate leaves for Recheck and CheckedAt.
+// credential is what Authenticate leaves for Recheck and CheckedAt. On a
+// route that defers its bearer token (DeferBearer), it also holds the
+// token's hash and the roles the route admits until the handler's
+// statement or RequestPrincipal resolves the principal into p.
 type credential struct {
 	check func(context.Context) (*User, error)
 	mu    sync.Mutex
 	at    time.Time
+
+	sha256 []byte     // the deferred token's hash; nil otherwise
+	admit  [][]Role   // each RequireRole's roles: a role must be in every one
+	p      *Principal // the deferred token's principal, once resolved
 }
 
 // CheckedAt is when the request's credential was checked: by
@@ -40,22 +49,40 @@ func WithPrincipal(ctx context.Context, p Principal) context.Context {
 	return context.WithValue(ctx, ctxKey{}, p)
 }
 
-// FromContext returns the principal of the request, if it was authenticated.
+// FromContext returns the principal of the request, if it was
+// authenticated: a deferred bearer token (DeferBearer) not yet resolved
+// has none.
 func FromContext(ctx context.Context) (Principal, bool) {
-	p, ok := ctx.Value(ctxKey{}).(Principal)
-	return p, ok
+	if p, ok := ctx.Value(ctxKey{}).(Principal); ok {
+		return p, true
+	}
+	if c, ok := ctx.Value(recheckKey{}).(*credential); ok {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.p != nil {
+			return *c.p, true
+		}
+	}
+	return Principal{}, false
 }
 
-// RequestPrincipal returns the request's principal. Routes behind
-// Authenticate always have one, so its absence is a wiring bug; it is
-// reported as a 401 rather than a panic so that one miswired route cannot
-// take the process down.
+// RequestPrincipal returns the request's principal, resolving a deferred
+// bearer token (DeferBearer) with the lookup Authenticate would have made.
+// Routes behind Authenticate always have one, so its absence is a wiring
+// bug; it is reported as a 401 rather than a panic so that one miswired
+// route cannot take the process down.
 func RequestPrincipal(c echo.Context) (Principal, error) {
-	p, ok := FromContext(c.Request().Context())
-	if !ok {
-		return Principal{}, problem.Unauthenticated("authentication is required")
+	return principal(c.Request().Context())
+}
+
+func principal(ctx context.Context) (Principal, error) {
+	if p, ok := FromContext(ctx); ok {
+		return p, nil
 	}
-	return p, nil
+	if c := deferred(ctx); c != nil {
+		return c.resolve(ctx)
+	}
+	return Principal{}, problem.Unauthenticated("authentication is required")
 }
 
 // SessionLookup resolves a browser session cookie to a user; the web inbox
@@ -89,9 +116,18 @@ func Recheck(ctx context.Context) error {
 	return nil
 }
 
+// DeferBearer reports the requests whose bearer token Authenticate leaves
+// to the handler (nil: none). The handler authenticates it in the first
+// statement it makes anyway (Caller), which saves a round trip to the
+// database on a hot route without caching anything: the token is still
+// checked against the database within that request, and revoking it
+// takes effect on the next one. A handler of such a route must go through
+// Caller; RequestPrincipal resolves the token for any other code.
+type DeferBearer func(c echo.Context) bool
+
 // Authenticate is the middleware for /v1: a Bearer token, or (when sessions
 // is non-nil and no Authorization header is sent) the inbox session cookie.
-func Authenticate(db store.Executor, sessions SessionLookup) echo.MiddlewareFunc {
+func Authenticate(db store.Executor, sessions SessionLookup, deferBearer DeferBearer) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			authz := c.Request().Header.Get(echo.HeaderAuthorization)
@@ -111,6 +147,15 @@ func Authenticate(db store.Executor, sessions SessionLookup) echo.MiddlewareFunc
 					break
 				}
 				check = func(ctx context.Context) (*User, error) { return TokenAuthenticate(ctx, db, token) }
+				if deferBearer != nil && deferBearer(c) {
+					if !wellFormed(token) {
+						return tokenRefused()
+					}
+					sum := sha256.Sum256([]byte(token))
+					cred := &credential{check: check, sha256: sum[:]}
+					c.SetRequest(r.WithContext(context.WithValue(r.Context(), recheckKey{}, cred)))
+					return next(c)
+				}
 				u, err = TokenAuthenticate(r.Context(), db, token)
 			case sessions != nil:
 				check = func(ctx context.Context) (*User, error) { return sessions(ctx, r, false) }
@@ -128,22 +173,76 @@ func Authenticate(db store.Executor, sessions SessionLookup) echo.MiddlewareFunc
 	}
 }
 
-// RequireRole refuses (403) principals whose role is not among roles.
+// RequireRole refuses (403) principals whose role is not among roles. A
+// deferred bearer token (DeferBearer) is checked when it is resolved.
 func RequireRole(roles ...Role) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
+			ctx := c.Request().Context()
+			if _, ok := FromContext(ctx); !ok {
+				if cred := deferred(ctx); cred != nil {
+					cred.mu.Lock()
+					cred.admit = append(cred.admit, roles)
+					cred.mu.Unlock()
+					return next(c)
+				}
+			}
 			p, err := RequestPrincipal(c)
 			if err != nil {
 				return err
 			}
-			for _, r := range roles {
-				if p.Role == r {
-					return next(c)
-				}
+			if !slices.Contains(roles, p.Role) {
+				return roleRefused()
 			}
-			return problem.Forbidden("your role may not do this")
+			return next(c)
 		}
 	}
+}
+
+func roleRefused() error { return problem.Forbidden("your role may not do this") }
+
+// deferred returns the request's deferred bearer credential, if it has
+// one and it is not resolved yet.
+func deferred(ctx context.Context) *credential {
+	c, ok := ctx.Value(recheckKey{}).(*credential)
+	if !ok || c.sha256 == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.p != nil {
+		return nil
+	}
+	return c
+}
+
+// admits reports whether role passes every RequireRole of the route; c.mu
+// is held.
+func (c *credential) admits(role Role) bool {
+	for _, roles := range c.admit {
+		if !slices.Contains(roles, role) {
+			return false
+		}
+	}
+	return true
+}
+
+// resolve looks the deferred token up as Authenticate would have, then
+// applies the route's RequireRole.
+func (c *credential) resolve(ctx context.Context) (Principal, error) {
+	at := time.Now()
+	u, err := c.check(ctx)
+	if err != nil {
+		return Principal{}, err
+	}
+	p := u.Principal()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.admits(p.Role) {
+		return Principal{}, roleRefused()
+	}
+	c.p, c.at = &p, at
+	return p, nil
 }
 
 // Handler serves identity routes.

@@ -378,32 +378,57 @@ func TokenRevoke(ctx context.Context, db store.Executor, token string) error {
 // minute, so authentication stays a read on the hot path.
 const lastUsedGranularity = time.Minute
 
+// tokenHolder is the FROM and WHERE of the user holding the bearer token
+// whose SHA-256 is parameter %d: a token not revoked, of a user not
+// disabled. TokenAuthenticate and the statements that authenticate a
+// deferred token (Caller) share it, so both admit exactly the same tokens.
+const tokenHolder = `FROM api_tokens t JOIN users u ON u.id = t.user_id
+		WHERE t.token_sha256 = $%d AND t.revoked_at IS NULL AND NOT u.disabled`
+
+// wellFormed reports whether token could be one of ours; anything else is
+// refused without a statement.
+func wellFormed(token string) bool {
+	return strings.HasPrefix(token, tokenPrefix) && len(token) <= 128
+}
+
+// tokenRefused is the one answer to a token that does not authenticate:
+// unknown or revoked tokens and disabled users alike, so a caller learns
+// nothing about which.
+func tokenRefused() error { return problem.Unauthenticated("the bearer token is not valid") }
+
+var tokenAuthenticateSQL = `SELECT ` + UserColumns + `, t.id, t.last_used_at ` + fmt.Sprintf(tokenHolder, 1)
+
 // TokenAuthenticate returns the user holding token. Unknown or revoked
 // tokens and disabled users are all 401, with the same detail so a caller
 // learns nothing about which.
 func TokenAuthenticate(ctx context.Context, db store.Executor, token string) (*User, error) {
-	if !strings.HasPrefix(token, tokenPrefix) || len(token) > 128 {
-		return nil, problem.Unauthenticated("the bearer token is not valid")
+	if !wellFormed(token) {
+		return nil, tokenRefused()
 	}
 	sum := sha256.Sum256([]byte(token))
 	var (
 		tokenID  uuid.UUID
 		lastUsed *time.Time
 	)
-	u, err := ScanUser(db.QueryRow(ctx, `
-		SELECT `+UserColumns+`, t.id, t.last_used_at
-		FROM api_tokens t JOIN users u ON u.id = t.user_id
-		WHERE t.token_sha256 = $1 AND t.revoked_at IS NULL AND NOT u.disabled`, sum[:]), &tokenID, &lastUsed)
+	u, err := ScanUser(db.QueryRow(ctx, tokenAuthenticateSQL, sum[:]), &tokenID, &lastUsed)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, problem.Unauthenticated("the bearer token is not valid")
+		return nil, tokenRefused()
 	}
 	if err != nil {
 		return nil, store.MapError(err, "token")
 	}
-	if lastUsed == nil || time.Since(*lastUsed) > lastUsedGranularity {
-		if _, err := db.Exec(ctx, `UPDATE api_tokens SET last_used_at = now() WHERE id = $1`, tokenID); err != nil {
-			return nil, store.MapError(err, "token")
-		}
+	if err := tokenUsed(ctx, db, tokenID, lastUsed); err != nil {
+		return nil, err
 	}
 	return u, nil
+}
+
+// tokenUsed records that token id was used, at most once a
+// lastUsedGranularity.
+func tokenUsed(ctx context.Context, db store.Executor, id uuid.UUID, lastUsed *time.Time) error {
+	if lastUsed != nil && time.Since(*lastUsed) <= lastUsedGranularity {
+		return nil
+	}
+	_, err := db.Exec(ctx, `UPDATE api_tokens SET last_used_at = now() WHERE id = $1`, id)
+	return store.MapError(err, "token")
 }

@@ -19,33 +19,44 @@ const ModelSettingsHint = "no model is configured: set INVOICED_MODEL_PROVIDER=o
 
 // Chat answers POST /v1/chat: it reconciles the client's messages with
 // the stored transcript and starts a run, streamed as a UI message stream
-// v1. Refusals come before the stream starts, as problems.
+// v1. Refusals come before the stream starts, as problems. A bearer
+// token is authenticated by the statement that opens the turn
+// (DefersBearer); every refusal goes through who.Refusal, so an
+// unauthenticated request is 401 whatever else is wrong with it.
 func (s *Service) Chat(c echo.Context) error {
-	p, err := identity.RequestPrincipal(c)
-	if err != nil {
-		return err
-	}
-	if s.cfg.Model == nil {
-		return problem.New(http.StatusServiceUnavailable, CodeModelNotConfigured, ModelSettingsHint)
-	}
-	in, err := parseChat(c)
+	who, err := identity.RequestCaller(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
+	if s.cfg.Model == nil {
+		return who.Refusal(ctx, problem.New(http.StatusServiceUnavailable, CodeModelNotConfigured, ModelSettingsHint))
+	}
+	in, err := parseChat(c)
+	if err != nil {
+		return who.Refusal(ctx, err)
+	}
 	// The open runs to its end even if the client goes away meanwhile:
 	// pgx returns at once on a cancelled context while a statement or
 	// COMMIT already sent may still land, and then nothing would give back
 	// the lease it took. With the lease in hand, the run stores what there
 	// is and releases it.
 	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), openTimeout)
-	o, err := s.open(octx, in, p)
+	o, err := s.open(octx, in, who)
 	cancel()
 	if err != nil {
-		return err
+		return who.Refusal(ctx, err)
 	}
-	s.stream(ctx, c.Response(), p, o)
+	s.stream(ctx, c.Response(), o.p, o)
 	return nil
+}
+
+// DefersBearer is the chat's identity.DeferBearer: POST /v1/chat
+// authenticates a bearer token in the statement that opens its turn
+// instead of a lookup before it, one round trip of the four a chat of one
+// tool call makes (ADR-0011 §15).
+func DefersBearer(c echo.Context) bool {
+	return c.Request().Method == http.MethodPost && c.Path() == "/v1/chat"
 }
 
 // openTimeout bounds opening a conversation (a few statements, which may

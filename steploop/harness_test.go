@@ -242,7 +242,7 @@ func setup(t *testing.T) *bundle {
 	b.Svc = svc
 
 	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return pool.Ping(ctx) })
-	v1 := e.Group("/v1", identity.Authenticate(pool, nil))
+	v1 := e.Group("/v1", identity.Authenticate(pool, nil, steploop.DefersBearer))
 	chatRoutes(v1, svc)
 	srv := httptest.NewServer(openapitest.Wrap(t, e))
 	t.Cleanup(srv.Close)

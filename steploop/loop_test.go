@@ -345,7 +345,7 @@ func TestChatWithoutModelIs503(t *testing.T) {
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return nil })
-	chatRoutes(e.Group("/v1", identity.Authenticate(tx, nil)), svc)
+	chatRoutes(e.Group("/v1", identity.Authenticate(tx, nil, steploop.DefersBearer)), svc)
 	u, err := identity.UserCreate(context.Background(), tx, identity.UserCreateParams{Username: "clerk", Role: identity.RoleClerk})
 	require.NoError(t, err)
 	tok, err := identity.TokenCreate(context.Background(), tx, u.ID, "t")

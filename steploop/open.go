@@ -2,6 +2,7 @@ package steploop
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,6 +16,7 @@ import (
 // (the stored transcript within the context budget, ending with the
 // assistant message the run writes), what the request adds, and the run.
 type opened struct {
+	p     identity.Principal
 	lease *Lease
 	msgs  []Message
 	delta Delta
@@ -27,16 +29,25 @@ type opened struct {
 // refused request leaves nothing behind, not even a new conversation or a
 // held lease. A run of the conversation whose replica died is reaped
 // first: the client's copy is reconciled with what it left.
-func (s *Service) open(ctx context.Context, in chatInput, p identity.Principal) (opened, error) {
-	if o, ok, err := s.openNew(ctx, in, p); ok || err != nil {
+//
+// A caller with a deferred bearer token is authenticated by the first
+// statement of the two fast paths (ADR-0011 §15); the general path looks
+// it up first. The caller is authenticated whenever open succeeds; a
+// refusal must go through who.Refusal.
+func (s *Service) open(ctx context.Context, in chatInput, who *identity.Caller) (opened, error) {
+	if o, ok, err := s.openNew(ctx, in, who); ok || err != nil {
 		return o, err
 	}
 	if in.Last != nil && in.Last.Role == "user" {
-		if o, ok, err := s.openNextUser(ctx, in, p); ok || err != nil {
+		if o, ok, err := s.openNextUser(ctx, in, who); ok || err != nil {
 			return o, err
 		}
 	}
-	return store.WithTxResult(ctx, s.cfg.DB, func(ctx context.Context, tx pgx.Tx) (opened, error) {
+	p, err := who.Principal(ctx)
+	if err != nil {
+		return opened{}, err
+	}
+	o, err := store.WithTxResult(ctx, s.cfg.DB, func(ctx context.Context, tx pgx.Tx) (opened, error) {
 		lease, err := ConversationAcquire(ctx, tx, in.ID, p.UserID, s.cfg.LeaseTTL)
 		if err != nil {
 			return opened{}, err
@@ -51,12 +62,23 @@ func (s *Service) open(ctx context.Context, in chatInput, p identity.Principal) 
 		}
 		return s.openFull(ctx, tx, lease, in.History)
 	})
+	o.p = p
+	return o, err
+}
+
+// settle is the caller as the statement that took l authenticated it.
+func settle(who *identity.Caller, l *Lease) identity.Principal {
+	if l.holder != nil {
+		return who.Settle(*l.holder)
+	}
+	p, _ := who.Known()
+	return p
 }
 
 // openNew opens a new conversation with its first message in one
 // statement; ok is false when the request is not that (or the id is
 // taken), and the general path answers it.
-func (s *Service) openNew(ctx context.Context, in chatInput, p identity.Principal) (opened, bool, error) {
+func (s *Service) openNew(ctx context.Context, in chatInput, who *identity.Caller) (opened, bool, error) {
 	c := in.Last
 	if c == nil {
 		if len(in.History) != 1 {
@@ -70,11 +92,11 @@ func (s *Service) openNew(ctx context.Context, in chatInput, p identity.Principa
 	}
 	asst := s.newAnswer()
 	run := runStart{ID: uuid.New(), MessageID: asst.ID, Position: 1, Head: runHead(asst)}
-	l, ok, err := conversationCreate(ctx, s.cfg.DB, in.ID, p.UserID, s.cfg.LeaseTTL, *d.NewUser, &run)
+	l, ok, err := conversationCreate(ctx, s.cfg.DB, in.ID, ownerOf(who), s.cfg.LeaseTTL, *d.NewUser, &run)
 	if err != nil || !ok {
 		return opened{}, false, err
 	}
-	return opened{lease: l, msgs: []Message{*d.NewUser, asst}, delta: d, run: run}, true, nil
+	return opened{p: settle(who, l), lease: l, msgs: []Message{*d.NewUser, asst}, delta: d, run: run}, true, nil
 }
 
 // openNextUser opens a turn for a new user message sent alone (the common
@@ -85,14 +107,22 @@ func (s *Service) openNew(ctx context.Context, in chatInput, p identity.Principa
 // final write flushes them, as ConversationCreateWithMessage explains). A
 // refusal between them gives the lease back. ok is false, the lease given
 // back, when a dead run must be reaped first: the transaction path does.
-func (s *Service) openNextUser(ctx context.Context, in chatInput, p identity.Principal) (opened, bool, error) {
+func (s *Service) openNextUser(ctx context.Context, in chatInput, who *identity.Caller) (opened, bool, error) {
 	if _, err := ReconcileLast(nil, *in.Last, s.isFrontend); err != nil {
 		return opened{}, false, err
 	}
-	l, last, err := acquire(ctx, s.cfg.DB, in.ID, p.UserID, s.cfg.LeaseTTL, true)
+	l, last, err := acquire(ctx, s.cfg.DB, in.ID, ownerOf(who), s.cfg.LeaseTTL, true)
+	if errors.Is(err, errNotAcquired) {
+		p, err := who.Principal(ctx)
+		if err != nil {
+			return opened{}, false, err
+		}
+		return opened{}, false, notAcquired(ctx, s.cfg.DB, in.ID, p.UserID)
+	}
 	if err != nil {
 		return opened{}, false, err
 	}
+	p := settle(who, l)
 	o, err := s.openTurn(ctx, l, last, *in.Last)
 	if err != nil || l.stale != uuid.Nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -102,6 +132,7 @@ func (s *Service) openNextUser(ctx context.Context, in chatInput, p identity.Pri
 		}
 		return opened{}, false, err
 	}
+	o.p = p
 	return o, true, nil
 }
 

@@ -95,7 +95,7 @@ func runsServer(pool *pgxpool.Pool, modelURL string, limits steploop.Limits, log
 		return nil, nil, err
 	}
 	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return pool.Ping(ctx) })
-	chatRoutes(e.Group("/v1", identity.Authenticate(pool, nil)), svc)
+	chatRoutes(e.Group("/v1", identity.Authenticate(pool, nil, steploop.DefersBearer)), svc)
 	return svc, e, nil
 }
 

@@ -80,7 +80,7 @@ func TestSweepReapsTheRunOfADeadReplica(t *testing.T) {
 	a, err := steploop.New(steploop.Config{DB: dying, Model: prov, Tools: capability.NewRegistry(), Log: log, Limits: limits})
 	require.NoError(t, err)
 	e := server.New(server.DefaultConfig(), log, func(context.Context) error { return nil })
-	chatRoutes(e.Group("/v1", identity.Authenticate(b.Pool, nil)), a)
+	chatRoutes(e.Group("/v1", identity.Authenticate(b.Pool, nil, steploop.DefersBearer)), a)
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	replicaA := &bundle{URL: srv.URL, Token: b.Token}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
@@ -43,6 +44,67 @@ type Lease struct {
 	// died, and its lease expired before this one was taken (uuid.Nil:
 	// none).
 	stale uuid.UUID
+	// holder is who the statement that took the lease authenticated, for
+	// an owner given as a bearer token (nil otherwise).
+	holder *identity.Holder
+}
+
+// owner is whom a statement opens a conversation for: a known user, or
+// the holder of a bearer token the statement authenticates as it writes
+// (identity.Caller), in which case a token that does not authenticate
+// writes nothing and reads nothing back.
+type owner struct {
+	id     *uuid.UUID
+	sha256 []byte
+	roles  []string
+}
+
+func ownerID(id uuid.UUID) owner { return owner{id: &id} }
+
+// ownerOf is the caller as an owner.
+func ownerOf(who *identity.Caller) owner {
+	if p, ok := who.Known(); ok {
+		return ownerID(p.UserID)
+	}
+	sum, roles, _ := who.Bearer()
+	return owner{sha256: sum, roles: roles}
+}
+
+// ownerCTE is the WITH entries that name the owner of a statement that
+// opens a conversation, as who(id, username, role): the known user id in
+// parameter idParam (username and role NULL), or the holder of the bearer
+// token in hashParam, among the roles in rolesParam (identity).
+func ownerCTE(idParam, hashParam, rolesParam int) string {
+	return identity.TokenHolderCTE("bearer", hashParam, rolesParam) + fmt.Sprintf(`, who AS (
+			SELECT $%[1]d::uuid AS id, NULL::text AS username, NULL::text AS role WHERE $%[1]d::uuid IS NOT NULL
+			UNION ALL
+			SELECT holder_id, holder_username, holder_role FROM bearer
+		)`, idParam)
+}
+
+// holderOf is who a statement for o authenticated, from its who.username
+// and who.role (nil for a known owner).
+func holderOf(o owner, id uuid.UUID, username, role *string) *identity.Holder {
+	if o.sha256 == nil || username == nil || role == nil {
+		return nil
+	}
+	return &identity.Holder{ID: id, Username: *username, Role: identity.Role(*role)}
+}
+
+// errNotAcquired: the statement taking a lease found no conversation it
+// could take; notAcquired tells the caller why.
+var errNotAcquired = errors.New("steploop: conversation not acquired")
+
+// notAcquired is why owner could not take conversation id's lease:
+// another owner's conversation is 404, indistinguishable from none; a
+// conversation whose lease is held is 409 CONVERSATION_BUSY.
+func notAcquired(ctx context.Context, db store.Executor, id string, owner uuid.UUID) error {
+	var other uuid.UUID
+	err := db.QueryRow(ctx, `SELECT owner_id FROM conversations WHERE id = $1`, id).Scan(&other)
+	if err != nil || other != owner {
+		return problem.NotFound("conversation")
+	}
+	return problem.Conflict(CodeConversationBusy, "another request is running this conversation; retry when it has finished")
 }
 
 // ConversationAcquire opens the conversation id for owner, creating it when
@@ -54,7 +116,10 @@ type Lease struct {
 // the conversation left unended (Lease.stale), which the caller reaps
 // before it goes on.
 func ConversationAcquire(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration) (*Lease, error) {
-	l, _, err := acquire(ctx, db, id, owner, ttl, false)
+	l, _, err := acquire(ctx, db, id, ownerID(owner), ttl, false)
+	if errors.Is(err, errNotAcquired) {
+		return nil, notAcquired(ctx, db, id, owner)
+	}
 	return l, err
 }
 
@@ -70,7 +135,7 @@ type lastStored struct {
 // acquire is ConversationAcquire that also reads the conversation's last
 // message; with async, its commit does not wait for the disk (see
 // ConversationCreateWithMessage: outside a transaction only).
-func acquire(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration, async bool) (*Lease, lastStored, error) {
+func acquire(ctx context.Context, db store.Executor, id string, o owner, ttl time.Duration, async bool) (*Lease, lastStored, error) {
 	last := lastStored{pos: -1}
 	if !idRE.MatchString(id) {
 		return nil, last, problem.Invalid("id", "must be 1–128 letters, digits, '_' or '-'")
@@ -84,6 +149,7 @@ func acquire(ctx context.Context, db store.Executor, id string, owner uuid.UUID,
 	var (
 		l               Lease
 		stale           *uuid.UUID
+		username, role  *string
 		pos             *int
 		end             *int64
 		m               Message
@@ -92,9 +158,9 @@ func acquire(ctx context.Context, db store.Executor, id string, owner uuid.UUID,
 	err := db.QueryRow(ctx, `
 		WITH async AS (
 			SELECT set_config('synchronous_commit', coalesce($5::text, current_setting('synchronous_commit')), true)
-		), c AS (
+		), `+ownerCTE(2, 6, 7)+`, c AS (
 			INSERT INTO conversations (id, owner_id, busy_token, busy_until)
-			SELECT $1, $2, $3, now() + $4::interval FROM async
+			SELECT $1, who.id, $3, now() + $4::interval FROM async, who
 			ON CONFLICT (id) DO UPDATE
 			   SET busy_token = EXCLUDED.busy_token, busy_until = EXCLUDED.busy_until, updated_at = now()
 			 WHERE conversations.owner_id = EXCLUDED.owner_id
@@ -107,22 +173,19 @@ func acquire(ctx context.Context, db store.Executor, id string, owner uuid.UUID,
 		SELECT c.id, c.owner_id, c.created_at, c.updated_at, c.created,
 		       (SELECT r.id FROM chat_runs r WHERE r.conversation_id = c.id AND r.ended_at IS NULL
 		         ORDER BY r.started_at DESC LIMIT 1),
+		       who.username, who.role,
 		       last.position, last.end_chars, coalesce(last.id, ''), coalesce(last.role, ''), last.parts, last.metadata
-		  FROM c LEFT JOIN last ON true`,
-		id, owner, token, interval(ttl), off,
-	).Scan(&l.ID, &l.OwnerID, &l.CreatedAt, &l.UpdatedAt, &l.created, &stale, &pos, &end, &m.ID, &m.Role, &parts, &metadata)
+		  FROM c JOIN who ON true LEFT JOIN last ON true`,
+		id, o.id, token, interval(ttl), off, o.sha256, o.roles,
+	).Scan(&l.ID, &l.OwnerID, &l.CreatedAt, &l.UpdatedAt, &l.created, &stale, &username, &role, &pos, &end, &m.ID, &m.Role, &parts, &metadata)
 	if errors.Is(err, pgx.ErrNoRows) {
-		var other uuid.UUID
-		err := db.QueryRow(ctx, `SELECT owner_id FROM conversations WHERE id = $1`, id).Scan(&other)
-		if err != nil || other != owner {
-			return nil, last, problem.NotFound("conversation")
-		}
-		return nil, last, problem.Conflict(CodeConversationBusy, "another request is running this conversation; retry when it has finished")
+		return nil, last, errNotAcquired
 	}
 	if err != nil {
 		return nil, last, store.MapError(err, "conversation")
 	}
 	l.token = token
+	l.holder = holderOf(o, l.OwnerID, username, role)
 	if stale != nil {
 		l.stale = *stale
 	}
@@ -176,13 +239,13 @@ func ConversationGet(ctx context.Context, db store.Executor, id string, owner uu
 // Inside a caller's transaction it leaves the setting alone, since it
 // would apply to that whole transaction.
 func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration, m Message) (*Lease, bool, error) {
-	return conversationCreate(ctx, db, id, owner, ttl, m, nil)
+	return conversationCreate(ctx, db, id, ownerID(owner), ttl, m, nil)
 }
 
 // conversationCreate is ConversationCreateWithMessage that also opens run
 // (when not nil) in the same statement, so a reader that asks right after
 // the request began finds it.
-func conversationCreate(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration, m Message, run *runStart) (*Lease, bool, error) {
+func conversationCreate(ctx context.Context, db store.Executor, id string, o owner, ttl time.Duration, m Message, run *runStart) (*Lease, bool, error) {
 	parts, err := partsJSON(m)
 	if err != nil {
 		return nil, false, err
@@ -195,8 +258,9 @@ func conversationCreate(ctx context.Context, db store.Executor, id string, owner
 		async = &off
 	}
 	var (
-		runID, msgID *string
-		head         []byte
+		runID, msgID   *string
+		head           []byte
+		username, role *string
 	)
 	if run != nil {
 		rid := run.ID.String()
@@ -205,9 +269,9 @@ func conversationCreate(ctx context.Context, db store.Executor, id string, owner
 	err = db.QueryRow(ctx, `
 		WITH async AS (
 			SELECT set_config('synchronous_commit', coalesce($8::text, current_setting('synchronous_commit')), true)
-		), c AS (
+		), `+ownerCTE(2, 13, 14)+`, c AS (
 			INSERT INTO conversations (id, owner_id, busy_token, busy_until)
-			SELECT $1, $2, $3, now() + $4::interval FROM async
+			SELECT $1, who.id, $3, now() + $4::interval FROM async, who
 			ON CONFLICT (id) DO NOTHING
 			RETURNING id, owner_id, created_at, updated_at
 		), m AS (
@@ -217,9 +281,9 @@ func conversationCreate(ctx context.Context, db store.Executor, id string, owner
 			INSERT INTO chat_runs (id, conversation_id, message_id, position, lease_token, head)
 			SELECT $9::uuid, id, $10, 1, $3, $11 FROM c WHERE $9::uuid IS NOT NULL
 		)
-		SELECT id, owner_id, created_at, updated_at FROM c`,
-		id, owner, l.token, interval(ttl), m.ID, m.Role, parts, async, runID, msgID, string(head), modelChars(m),
-	).Scan(&l.ID, &l.OwnerID, &l.CreatedAt, &l.UpdatedAt)
+		SELECT c.id, c.owner_id, c.created_at, c.updated_at, who.username, who.role FROM c, who`,
+		id, o.id, l.token, interval(ttl), m.ID, m.Role, parts, async, runID, msgID, string(head), modelChars(m), o.sha256, o.roles,
+	).Scan(&l.ID, &l.OwnerID, &l.CreatedAt, &l.UpdatedAt, &username, &role)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -235,5 +299,6 @@ func conversationCreate(ctx context.Context, db store.Executor, id string, owner
 		}
 		return nil, false, store.MapError(err, "conversation")
 	}
+	l.holder = holderOf(o, l.OwnerID, username, role)
 	return &l, true, nil
 }

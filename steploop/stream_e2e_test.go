@@ -209,7 +209,7 @@ func setupConformance(t *testing.T, prov model.Provider, cfg server.Config) *bun
 	svc := startService(t, steploop.Config{DB: pool, Model: prov, Tools: reg, Frontend: []steploop.FrontendTool{steploop.ShowInvoice}, MaxSteps: 3, Log: log, Confirm: ctl,
 		Listen: pool.Config().ConnConfig})
 	e := server.New(cfg, log, func(ctx context.Context) error { return pool.Ping(ctx) })
-	v1 := e.Group("/v1", identity.Authenticate(pool, nil))
+	v1 := e.Group("/v1", identity.Authenticate(pool, nil, steploop.DefersBearer))
 	chatRoutes(v1, svc)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

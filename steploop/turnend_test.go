@@ -63,7 +63,7 @@ func setupWithConfig(t testing.TB, cfg steploop.Config) *bundle {
 	}
 	svc := startService(t, cfg)
 	e := server.New(server.DefaultConfig(), log, func(context.Context) error { return nil })
-	chatRoutes(e.Group("/v1", identity.Authenticate(pool, nil)), svc)
+	chatRoutes(e.Group("/v1", identity.Authenticate(pool, nil, steploop.DefersBearer)), svc)
 	srv := httptest.NewServer(openapitest.Wrap(t, e))
 	t.Cleanup(srv.Close)
 	u, err := identity.UserCreate(context.Background(), pool, identity.UserCreateParams{Username: "clerk", Role: identity.RoleClerk})
