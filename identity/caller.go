@@ -63,19 +63,19 @@ func (c *Caller) Refusal(ctx context.Context, err error) error {
 // authenticated (ok false otherwise): the token's SHA-256 and the roles
 // the route admits. It notes now as the time of the check the statement
 // makes, for Recheck, since the statement runs after it.
-func (c *Caller) Bearer() (sha256 []byte, roles []string, ok bool) {
+func (c *Caller) Bearer() (sha256 []byte, admitted []string, ok bool) {
 	if c.cred == nil {
 		return nil, nil, false
 	}
 	c.at = time.Now()
 	c.cred.mu.Lock()
 	defer c.cred.mu.Unlock()
-	for _, r := range []Role{RoleClerk, RoleApprover, RoleAdmin} {
+	for _, r := range allRoles {
 		if c.cred.admits(r) {
-			roles = append(roles, string(r))
+			admitted = append(admitted, string(r))
 		}
 	}
-	return c.cred.sha256, roles, true
+	return c.cred.sha256, admitted, true
 }
 
 // TokenHolderCTE returns the common table expressions, to follow a WITH,

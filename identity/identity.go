@@ -5,6 +5,7 @@
 package identity
 
 import (
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -26,10 +27,12 @@ const (
 	RoleAdmin    Role = "admin"
 )
 
+// allRoles are all the roles.
+var allRoles = []Role{RoleClerk, RoleApprover, RoleAdmin}
+
 // ParseRole validates a role name.
 func ParseRole(s string) (Role, error) {
-	switch r := Role(s); r {
-	case RoleClerk, RoleApprover, RoleAdmin:
+	if r := Role(s); slices.Contains(allRoles, r) {
 		return r, nil
 	}
 	return "", problem.Invalid("role", "must be one of clerk, approver, admin")
