@@ -225,6 +225,13 @@ func Middleware(db store.Executor) echo.MiddlewareFunc {
 			if req.Method != http.MethodPost || len(keys) == 0 {
 				return next(c)
 			}
+			// Before anything about the request is answered: a caller that
+			// does not authenticate gets the 401 whatever else is wrong
+			// (a route that defers its token resolves it here).
+			p, err := identity.RequestPrincipal(c)
+			if err != nil {
+				return err
+			}
 			key := keys[0]
 			// The key is stored as text: bytes that are not UTF-8 (legal in
 			// a header as obs-text) would fail in PostgreSQL as a 500. An
@@ -233,10 +240,6 @@ func Middleware(db store.Executor) echo.MiddlewareFunc {
 			// leave unclear which one the retry will send.
 			if len(keys) > 1 || key == "" || len(key) > maxKeyLen || strings.TrimSpace(key) != key || !utf8.ValidString(key) || strings.ContainsFunc(key, unicode.IsControl) {
 				return problem.BadRequest(CodeKeyInvalid, fmt.Sprintf("send one Idempotency-Key header of 1 to %d bytes of UTF-8 text without control characters or surrounding spaces", maxKeyLen))
-			}
-			p, err := identity.RequestPrincipal(c)
-			if err != nil {
-				return err
 			}
 			body, err := server.ReadBodyBytes(c)
 			if err != nil {

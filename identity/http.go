@@ -31,6 +31,7 @@ type credential struct {
 	sha256 []byte     // the deferred token's hash; nil otherwise
 	admit  [][]Role   // each RequireRole's roles: a role must be in every one
 	p      *Principal // the deferred token's principal, once resolved
+	err    error      // or why it does not authenticate, once resolved
 }
 
 // CheckedAt is when the request's credential was checked: by
@@ -98,6 +99,10 @@ type SessionLookup func(ctx context.Context, r *http.Request, touch bool) (*User
 // response that stays open (the approvals event stream) calls it while it
 // runs. Any difference is 401: the client authenticates again.
 func Recheck(ctx context.Context) error {
+	if d := deferred(ctx); d != nil {
+		_, err := d.resolve(ctx)
+		return err
+	}
 	c, ok := ctx.Value(recheckKey{}).(*credential)
 	p, okp := FromContext(ctx)
 	if !ok || !okp {
@@ -228,19 +233,28 @@ func (c *credential) admits(role Role) bool {
 }
 
 // resolve looks the deferred token up as Authenticate would have, then
-// applies the route's RequireRole.
+// applies the route's RequireRole. A refusal is kept for the rest of the
+// request, which every later refusal of the handler then repeats without
+// another lookup.
 func (c *credential) resolve(ctx context.Context) (Principal, error) {
-	at := time.Now()
-	u, err := c.check(ctx)
+	c.mu.Lock()
+	err := c.err
+	c.mu.Unlock()
 	if err != nil {
 		return Principal{}, err
 	}
-	p := u.Principal()
+	at := time.Now()
+	u, err := c.check(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.admits(p.Role) {
-		return Principal{}, roleRefused()
+	if err == nil && !c.admits(u.Role) {
+		err = roleRefused()
 	}
+	if err != nil {
+		c.err = err
+		return Principal{}, err
+	}
+	p := u.Principal()
 	c.p, c.at = &p, at
 	return p, nil
 }

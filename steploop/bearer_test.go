@@ -47,14 +47,18 @@ func TestChatBearerRefusedByTheOpeningStatementWritesNothing(t *testing.T) {
 		name    string
 		body    any
 		headers []string
+		// The key's form is checked before the route's role, on every
+		// route: an approver learns only that its key is malformed.
+		keyFirst bool
 	}{
-		{"new id, full history", chatBody("br-new", userMsg("u1", "hello")), nil},
-		{"new id, last message", map[string]any{"id": "br-new", "message": userMsg("u1", "hello")}, nil},
-		{"existing id, last message", map[string]any{"id": "br-old", "message": userMsg("u9", "more")}, nil},
-		{"existing id, full history", chatBody("br-old", userMsg("u1", "hello"), asst, userMsg("u9", "more")), nil},
-		{"body that does not parse", `{"id": "br-new", "messages": [`, nil},
-		{"unknown member", map[string]any{"id": "br-new", "message": userMsg("u1", "hello"), "extra": 1}, nil},
-		{"idempotency key", chatBody("br-new", userMsg("u1", "hello")), []string{"Idempotency-Key", "br-key"}},
+		{"new id, full history", chatBody("br-new", userMsg("u1", "hello")), nil, false},
+		{"new id, last message", map[string]any{"id": "br-new", "message": userMsg("u1", "hello")}, nil, false},
+		{"existing id, last message", map[string]any{"id": "br-old", "message": userMsg("u9", "more")}, nil, false},
+		{"existing id, full history", chatBody("br-old", userMsg("u1", "hello"), asst, userMsg("u9", "more")), nil, false},
+		{"body that does not parse", `{"id": "br-new", "messages": [`, nil, false},
+		{"unknown member", map[string]any{"id": "br-new", "message": userMsg("u1", "hello"), "extra": 1}, nil, false},
+		{"idempotency key", chatBody("br-new", userMsg("u1", "hello")), []string{"Idempotency-Key", "br-key"}, false},
+		{"two idempotency keys", chatBody("br-new", userMsg("u1", "hello")), []string{"Idempotency-Key", "a", "Idempotency-Key", "b"}, true},
 	}
 	count := func() string {
 		return fmt.Sprint(
@@ -71,10 +75,14 @@ func TestChatBearerRefusedByTheOpeningStatementWritesNothing(t *testing.T) {
 	before := count()
 	for _, c := range callers {
 		for _, rq := range requests {
+			status, code := c.status, c.code
+			if rq.keyFirst && c.status == http.StatusForbidden {
+				status, code = http.StatusBadRequest, "IDEMPOTENCY_KEY_INVALID"
+			}
 			r := h.Do(t, http.MethodPost, "/v1/chat", c.token, rq.body, rq.headers...)
-			require.Equal(t, c.status, r.StatusCode, "%s, %s: %s", c.name, rq.name, r.Body)
+			require.Equal(t, status, r.StatusCode, "%s, %s: %s", c.name, rq.name, r.Body)
 			require.Equal(t, "application/problem+json", r.Header.Get("Content-Type"), "%s, %s", c.name, rq.name)
-			require.Equal(t, c.code, r.Problem(t)["code"], "%s, %s", c.name, rq.name)
+			require.Equal(t, code, r.Problem(t)["code"], "%s, %s", c.name, rq.name)
 			require.Equal(t, before, count(), "%s, %s: nothing written", c.name, rq.name)
 		}
 	}

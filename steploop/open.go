@@ -31,9 +31,10 @@ type opened struct {
 // first: the client's copy is reconciled with what it left.
 //
 // A caller with a deferred bearer token is authenticated by the first
-// statement of the two fast paths (ADR-0011 §15); the general path looks
-// it up first. The caller is authenticated whenever open succeeds; a
-// refusal must go through who.Refusal.
+// statement of the two fast paths (ADR-0011 §15), or looked up when that
+// statement finds no holder for it; the general path looks it up first.
+// The caller is authenticated whenever open succeeds; a refusal must go
+// through who.Refusal.
 func (s *Service) open(ctx context.Context, in chatInput, who *identity.Caller) (opened, error) {
 	if o, ok, err := s.openNew(ctx, in, who); ok || err != nil {
 		return o, err
@@ -66,13 +67,13 @@ func (s *Service) open(ctx context.Context, in chatInput, who *identity.Caller) 
 	return o, err
 }
 
-// settle is the caller as the statement that took l authenticated it.
-func settle(who *identity.Caller, l *Lease) identity.Principal {
-	if l.holder != nil {
-		return who.Settle(*l.holder)
+// settle is the caller as the statement for o authenticated it; a caller
+// the statement did not authenticate is looked up (its 401 or 403).
+func settle(ctx context.Context, who *identity.Caller, o owner) (identity.Principal, error) {
+	if o.holder != nil {
+		return who.Settle(*o.holder), nil
 	}
-	p, _ := who.Known()
-	return p
+	return who.Principal(ctx)
 }
 
 // openNew opens a new conversation with its first message in one
@@ -92,11 +93,17 @@ func (s *Service) openNew(ctx context.Context, in chatInput, who *identity.Calle
 	}
 	asst := s.newAnswer()
 	run := runStart{ID: uuid.New(), MessageID: asst.ID, Position: 1, Head: runHead(asst)}
-	l, ok, err := conversationCreate(ctx, s.cfg.DB, in.ID, ownerOf(who), s.cfg.LeaseTTL, *d.NewUser, &run)
-	if err != nil || !ok {
+	o := ownerOf(who)
+	l, ok, err := conversationCreate(ctx, s.cfg.DB, in.ID, &o, s.cfg.LeaseTTL, *d.NewUser, &run)
+	if err != nil && !errors.Is(err, errNoHolder) {
 		return opened{}, false, err
 	}
-	return opened{p: settle(who, l), lease: l, msgs: []Message{*d.NewUser, asst}, delta: d, run: run}, true, nil
+	// A taken id leaves the general path a caller already authenticated.
+	p, perr := settle(ctx, who, o)
+	if perr != nil || !ok {
+		return opened{}, false, perr
+	}
+	return opened{p: p, lease: l, msgs: []Message{*d.NewUser, asst}, delta: d, run: run}, true, nil
 }
 
 // openNextUser opens a turn for a new user message sent alone (the common
@@ -111,18 +118,20 @@ func (s *Service) openNextUser(ctx context.Context, in chatInput, who *identity.
 	if _, err := ReconcileLast(nil, *in.Last, s.isFrontend); err != nil {
 		return opened{}, false, err
 	}
-	l, last, err := acquire(ctx, s.cfg.DB, in.ID, ownerOf(who), s.cfg.LeaseTTL, true)
-	if errors.Is(err, errNotAcquired) {
-		p, err := who.Principal(ctx)
-		if err != nil {
-			return opened{}, false, err
-		}
-		return opened{}, false, notAcquired(ctx, s.cfg.DB, in.ID, p.UserID)
-	}
-	if err != nil {
+	ow := ownerOf(who)
+	l, last, err := acquire(ctx, s.cfg.DB, in.ID, &ow, s.cfg.LeaseTTL, true)
+	if err != nil && !errors.Is(err, errNoHolder) && !errors.Is(err, errNotAcquired) {
 		return opened{}, false, err
 	}
-	p := settle(who, l)
+	p, perr := settle(ctx, who, ow)
+	switch {
+	case perr != nil:
+		return opened{}, false, perr
+	case errors.Is(err, errNoHolder):
+		return opened{}, false, nil // authenticated by the lookup after all
+	case errors.Is(err, errNotAcquired):
+		return opened{}, false, notAcquired(ctx, s.cfg.DB, in.ID, p.UserID)
+	}
 	o, err := s.openTurn(ctx, l, last, *in.Last)
 	if err != nil || l.stale != uuid.Nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

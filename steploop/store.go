@@ -44,19 +44,18 @@ type Lease struct {
 	// died, and its lease expired before this one was taken (uuid.Nil:
 	// none).
 	stale uuid.UUID
-	// holder is who the statement that took the lease authenticated, for
-	// an owner given as a bearer token (nil otherwise).
-	holder *identity.Holder
 }
 
 // owner is whom a statement opens a conversation for: a known user, or
 // the holder of a bearer token the statement authenticates as it writes
-// (identity.Caller), in which case a token that does not authenticate
-// writes nothing and reads nothing back.
+// (identity.Caller). For a token, the statement sets holder when the
+// token authenticates, whether or not it opened the conversation; when it
+// does not, the statement writes nothing and fails with errNoHolder.
 type owner struct {
 	id     *uuid.UUID
 	sha256 []byte
 	roles  []string
+	holder *identity.Holder
 }
 
 func ownerID(id uuid.UUID) owner { return owner{id: &id} }
@@ -82,18 +81,22 @@ func ownerCTE(idParam, hashParam, rolesParam int) string {
 		)`, idParam)
 }
 
-// holderOf is who a statement for o authenticated, from its who.username
-// and who.role (nil for a known owner).
-func holderOf(o owner, id uuid.UUID, username, role *string) *identity.Holder {
-	if o.sha256 == nil || username == nil || role == nil {
-		return nil
+// authenticated notes the holder a statement for o read from its who
+// row (a known owner has none).
+func (o *owner) authenticated(id uuid.UUID, username, role *string) {
+	if o.sha256 != nil && username != nil && role != nil {
+		o.holder = &identity.Holder{ID: id, Username: *username, Role: identity.Role(*role)}
 	}
-	return &identity.Holder{ID: id, Username: *username, Role: identity.Role(*role)}
 }
 
-// errNotAcquired: the statement taking a lease found no conversation it
-// could take; notAcquired tells the caller why.
-var errNotAcquired = errors.New("steploop: conversation not acquired")
+var (
+	// errNoHolder: the bearer token of a statement's owner did not
+	// authenticate, and the statement did nothing.
+	errNoHolder = errors.New("steploop: the bearer token has no holder")
+	// errNotAcquired: the statement taking a lease found no conversation
+	// it could take; notAcquired tells the caller why.
+	errNotAcquired = errors.New("steploop: conversation not acquired")
+)
 
 // notAcquired is why owner could not take conversation id's lease:
 // another owner's conversation is 404, indistinguishable from none; a
@@ -116,7 +119,8 @@ func notAcquired(ctx context.Context, db store.Executor, id string, owner uuid.U
 // the conversation left unended (Lease.stale), which the caller reaps
 // before it goes on.
 func ConversationAcquire(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration) (*Lease, error) {
-	l, _, err := acquire(ctx, db, id, ownerID(owner), ttl, false)
+	o := ownerID(owner)
+	l, _, err := acquire(ctx, db, id, &o, ttl, false)
 	if errors.Is(err, errNotAcquired) {
 		return nil, notAcquired(ctx, db, id, owner)
 	}
@@ -134,8 +138,9 @@ type lastStored struct {
 
 // acquire is ConversationAcquire that also reads the conversation's last
 // message; with async, its commit does not wait for the disk (see
-// ConversationCreateWithMessage: outside a transaction only).
-func acquire(ctx context.Context, db store.Executor, id string, o owner, ttl time.Duration, async bool) (*Lease, lastStored, error) {
+// ConversationCreateWithMessage: outside a transaction only). It fails
+// with errNotAcquired instead of telling why.
+func acquire(ctx context.Context, db store.Executor, id string, o *owner, ttl time.Duration, async bool) (*Lease, lastStored, error) {
 	last := lastStored{pos: -1}
 	if !idRE.MatchString(id) {
 		return nil, last, problem.Invalid("id", "must be 1–128 letters, digits, '_' or '-'")
@@ -148,8 +153,13 @@ func acquire(ctx context.Context, db store.Executor, id string, o owner, ttl tim
 	token := uuid.New()
 	var (
 		l               Lease
-		stale           *uuid.UUID
+		who             uuid.UUID
 		username, role  *string
+		cid             *string
+		cowner          *uuid.UUID
+		cat, uat        *time.Time
+		created         *bool
+		stale           *uuid.UUID
 		pos             *int
 		end             *int64
 		m               Message
@@ -170,22 +180,24 @@ func acquire(ctx context.Context, db store.Executor, id string, o owner, ttl tim
 			SELECT position, chars_before + model_chars AS end_chars, id, role, parts, metadata FROM conversation_messages
 			 WHERE conversation_id = $1 ORDER BY position DESC LIMIT 1
 		)
-		SELECT c.id, c.owner_id, c.created_at, c.updated_at, c.created,
+		SELECT who.id, who.username, who.role, c.id, c.owner_id, c.created_at, c.updated_at, c.created,
 		       (SELECT r.id FROM chat_runs r WHERE r.conversation_id = c.id AND r.ended_at IS NULL
 		         ORDER BY r.started_at DESC LIMIT 1),
-		       who.username, who.role,
 		       last.position, last.end_chars, coalesce(last.id, ''), coalesce(last.role, ''), last.parts, last.metadata
-		  FROM c JOIN who ON true LEFT JOIN last ON true`,
+		  FROM who LEFT JOIN c ON true LEFT JOIN last ON true`,
 		id, o.id, token, interval(ttl), off, o.sha256, o.roles,
-	).Scan(&l.ID, &l.OwnerID, &l.CreatedAt, &l.UpdatedAt, &l.created, &stale, &username, &role, &pos, &end, &m.ID, &m.Role, &parts, &metadata)
+	).Scan(&who, &username, &role, &cid, &cowner, &cat, &uat, &created, &stale, &pos, &end, &m.ID, &m.Role, &parts, &metadata)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, last, errNotAcquired
+		return nil, last, errNoHolder
 	}
 	if err != nil {
 		return nil, last, store.MapError(err, "conversation")
 	}
-	l.token = token
-	l.holder = holderOf(o, l.OwnerID, username, role)
+	o.authenticated(who, username, role)
+	if cid == nil {
+		return nil, last, errNotAcquired
+	}
+	l.ID, l.OwnerID, l.CreatedAt, l.UpdatedAt, l.created, l.token = *cid, *cowner, *cat, *uat, *created, token
 	if stale != nil {
 		l.stale = *stale
 	}
@@ -239,13 +251,14 @@ func ConversationGet(ctx context.Context, db store.Executor, id string, owner uu
 // Inside a caller's transaction it leaves the setting alone, since it
 // would apply to that whole transaction.
 func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id string, owner uuid.UUID, ttl time.Duration, m Message) (*Lease, bool, error) {
-	return conversationCreate(ctx, db, id, ownerID(owner), ttl, m, nil)
+	o := ownerID(owner)
+	return conversationCreate(ctx, db, id, &o, ttl, m, nil)
 }
 
 // conversationCreate is ConversationCreateWithMessage that also opens run
 // (when not nil) in the same statement, so a reader that asks right after
 // the request began finds it.
-func conversationCreate(ctx context.Context, db store.Executor, id string, o owner, ttl time.Duration, m Message, run *runStart) (*Lease, bool, error) {
+func conversationCreate(ctx context.Context, db store.Executor, id string, o *owner, ttl time.Duration, m Message, run *runStart) (*Lease, bool, error) {
 	parts, err := partsJSON(m)
 	if err != nil {
 		return nil, false, err
@@ -260,7 +273,11 @@ func conversationCreate(ctx context.Context, db store.Executor, id string, o own
 	var (
 		runID, msgID   *string
 		head           []byte
+		who            uuid.UUID
 		username, role *string
+		cid            *string
+		cowner         *uuid.UUID
+		cat, uat       *time.Time
 	)
 	if run != nil {
 		rid := run.ID.String()
@@ -281,11 +298,11 @@ func conversationCreate(ctx context.Context, db store.Executor, id string, o own
 			INSERT INTO chat_runs (id, conversation_id, message_id, position, lease_token, head)
 			SELECT $9::uuid, id, $10, 1, $3, $11 FROM c WHERE $9::uuid IS NOT NULL
 		)
-		SELECT c.id, c.owner_id, c.created_at, c.updated_at, who.username, who.role FROM c, who`,
+		SELECT who.id, who.username, who.role, c.id, c.owner_id, c.created_at, c.updated_at FROM who LEFT JOIN c ON true`,
 		id, o.id, l.token, interval(ttl), m.ID, m.Role, parts, async, runID, msgID, string(head), modelChars(m), o.sha256, o.roles,
-	).Scan(&l.ID, &l.OwnerID, &l.CreatedAt, &l.UpdatedAt, &username, &role)
+	).Scan(&who, &username, &role, &cid, &cowner, &cat, &uat)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, false, nil
+		return nil, false, errNoHolder
 	}
 	if err != nil {
 		// The statement may have committed before the error (the client
@@ -299,6 +316,10 @@ func conversationCreate(ctx context.Context, db store.Executor, id string, o own
 		}
 		return nil, false, store.MapError(err, "conversation")
 	}
-	l.holder = holderOf(o, l.OwnerID, username, role)
+	o.authenticated(who, username, role)
+	if cid == nil {
+		return nil, false, nil
+	}
+	l.ID, l.OwnerID, l.CreatedAt, l.UpdatedAt = *cid, *cowner, *cat, *uat
 	return &l, true, nil
 }
