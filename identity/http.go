@@ -73,10 +73,7 @@ func FromContext(ctx context.Context) (Principal, bool) {
 // bug; it is reported as a 401 rather than a panic so that one miswired
 // route cannot take the process down.
 func RequestPrincipal(c echo.Context) (Principal, error) {
-	return principal(c.Request().Context())
-}
-
-func principal(ctx context.Context) (Principal, error) {
+	ctx := c.Request().Context()
 	if p, ok := FromContext(ctx); ok {
 		return p, nil
 	}

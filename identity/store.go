@@ -417,18 +417,10 @@ func TokenAuthenticate(ctx context.Context, db store.Executor, token string) (*U
 	if err != nil {
 		return nil, store.MapError(err, "token")
 	}
-	if err := tokenUsed(ctx, db, tokenID, lastUsed); err != nil {
-		return nil, err
+	if lastUsed == nil || time.Since(*lastUsed) > lastUsedGranularity {
+		if _, err := db.Exec(ctx, `UPDATE api_tokens SET last_used_at = now() WHERE id = $1`, tokenID); err != nil {
+			return nil, store.MapError(err, "token")
+		}
 	}
 	return u, nil
-}
-
-// tokenUsed records that token id was used, at most once a
-// lastUsedGranularity.
-func tokenUsed(ctx context.Context, db store.Executor, id uuid.UUID, lastUsed *time.Time) error {
-	if lastUsed != nil && time.Since(*lastUsed) <= lastUsedGranularity {
-		return nil
-	}
-	_, err := db.Exec(ctx, `UPDATE api_tokens SET last_used_at = now() WHERE id = $1`, id)
-	return store.MapError(err, "token")
 }
