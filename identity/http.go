@@ -77,8 +77,8 @@ func RequestPrincipal(c echo.Context) (Principal, error) {
 	if p, ok := FromContext(ctx); ok {
 		return p, nil
 	}
-	if c := deferred(ctx); c != nil {
-		return c.resolve(ctx)
+	if d := deferred(ctx); d != nil {
+		return d.resolve(ctx)
 	}
 	return Principal{}, problem.Unauthenticated("authentication is required")
 }
