@@ -130,7 +130,7 @@ func (t *turn) end() {
 		batch := append(buffered, tail...)
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
 		defer cancel()
-		_, err := messagePutHeld(ctx, t.s.cfg.DB, t.lease, t.pos, *t.asst(), leaseRelease,
+		_, err := messagePutHeld(ctx, t.s.cfg.DB, t.lease, t.pos, *t.asst(), putReleasing,
 			runWrite{run: t.log.run, seq: t.log.seq, batch: batch, end: true})
 		if err == nil {
 			return batch

@@ -33,7 +33,7 @@ type runWrite struct {
 // writes only while the lease is still this request's: otherwise nothing
 // is written and the error is CONVERSATION_BUSY.
 func MessagePutRelease(ctx context.Context, db store.Executor, l *Lease, position int, m Message) error {
-	_, err := messagePutHeld(ctx, db, l, position, m, leaseRelease, runWrite{})
+	_, err := messagePutHeld(ctx, db, l, position, m, putReleasing, runWrite{})
 	return err
 }
 
@@ -42,20 +42,20 @@ func MessagePutRelease(ctx context.Context, db store.Executor, l *Lease, positio
 // concurrent take-over wait, then the check sees it), and is
 // CONVERSATION_BUSY otherwise, writing nothing.
 func MessagePutLeased(ctx context.Context, db store.Executor, l *Lease, position int, m Message) error {
-	_, err := messagePutHeld(ctx, db, l, position, m, leaseHeld, runWrite{})
+	_, err := messagePutHeld(ctx, db, l, position, m, putHeld, runWrite{})
 	return err
 }
 
-// Lease CTEs for messagePutHeld, given the conversation id as $1 and the
-// lease token as $2: each yields the conversation's id only while the
-// lease is still held.
-const (
-	leaseRelease = `
+// messagePutHeld's statements, by lease CTE. Given the conversation id
+// as $1 and the lease token as $2, each CTE yields the conversation's id
+// only while the lease is still held.
+var (
+	putReleasing = newMessagePut(`
 		UPDATE conversations SET busy_token = NULL, busy_until = NULL, updated_at = now()
 		 WHERE id = $1 AND busy_token = $2
-		RETURNING id`
-	leaseHeld = `
-		SELECT id FROM conversations WHERE id = $1 AND busy_token = $2 FOR SHARE`
+		RETURNING id`)
+	putHeld = newMessagePut(`
+		SELECT id FROM conversations WHERE id = $1 AND busy_token = $2 FOR SHARE`)
 )
 
 // messagePutHeld stores m at position in one statement whose lease CTE
@@ -64,7 +64,7 @@ const (
 // transcript holds. It is CONVERSATION_BUSY, writing nothing, when the
 // lease is gone. It reports whether the run's log took the write (false:
 // the run had been ended by whoever reaped it).
-func messagePutHeld(ctx context.Context, db store.Executor, l *Lease, position int, m Message, lease string, w runWrite) (bool, error) {
+func messagePutHeld(ctx context.Context, db store.Executor, l *Lease, position int, m Message, put messagePut, w runWrite) (bool, error) {
 	parts, err := partsJSON(m)
 	if err != nil {
 		return false, err
@@ -73,15 +73,7 @@ func messagePutHeld(ctx context.Context, db store.Executor, l *Lease, position i
 		held   bool
 		logged int
 	)
-	err = db.QueryRow(ctx, `
-		WITH l AS (`+lease+`
-		), m AS (
-			INSERT INTO conversation_messages (conversation_id, position, id, role, parts, metadata, model_chars, chars_before)
-			SELECT id, $3, $4, $5, $6, $7, $8, `+charsBefore+` FROM l
-			ON CONFLICT (conversation_id, position) DO UPDATE
-			   SET parts = EXCLUDED.parts, metadata = EXCLUDED.metadata, model_chars = EXCLUDED.model_chars, updated_at = now()
-		), `+runWriteCTEs+`
-		SELECT EXISTS (SELECT 1 FROM l), (SELECT count(*) FROM r), (SELECT count(*) FROM n)`,
+	err = db.QueryRow(ctx, string(put),
 		l.ID, l.token, position, m.ID, m.Role, parts, metadataJSON(m), modelChars(m), w.run, w.seq, string(w.batch), w.end,
 	).Scan(&held, &logged, new(int))
 	if err != nil {
@@ -91,6 +83,23 @@ func messagePutHeld(ctx context.Context, db store.Executor, l *Lease, position i
 		return false, errLeaseLost
 	}
 	return logged > 0, nil
+}
+
+// messagePut is messagePutHeld's statement for one lease CTE, joined once
+// rather than on every write: the closing write of each chat is one of
+// them, and a statement's text is 2 KB.
+type messagePut string
+
+func newMessagePut(lease string) messagePut {
+	return messagePut(`
+		WITH l AS (` + lease + `
+		), m AS (
+			INSERT INTO conversation_messages (conversation_id, position, id, role, parts, metadata, model_chars, chars_before)
+			SELECT id, $3, $4, $5, $6, $7, $8, ` + charsBefore + ` FROM l
+			ON CONFLICT (conversation_id, position) DO UPDATE
+			   SET parts = EXCLUDED.parts, metadata = EXCLUDED.metadata, model_chars = EXCLUDED.model_chars, updated_at = now()
+		), ` + runWriteCTEs + `
+		SELECT EXISTS (SELECT 1 FROM l), (SELECT count(*) FROM r), (SELECT count(*) FROM n)`)
 }
 
 // charsBefore is what the messages before position $3 of conversation $1

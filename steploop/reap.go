@@ -75,7 +75,7 @@ func (s *Service) reapTx(ctx context.Context, tx pgx.Tx, run uuid.UUID, holder *
 	if l == nil {
 		l = &Lease{Conversation: Conversation{ID: conv}, token: token}
 	}
-	_, err = messagePutHeld(ctx, tx, l, pos, a.m, leaseReap, runWrite{run: run, seq: len(batches), batch: tail, end: true})
+	_, err = messagePutHeld(ctx, tx, l, pos, a.m, putReaping, runWrite{run: run, seq: len(batches), batch: tail, end: true})
 	if errors.Is(err, errLeaseLost) {
 		// Another request holds the conversation and will reap the run
 		// when it opens; it is not this caller's to store.
@@ -84,13 +84,14 @@ func (s *Service) reapTx(ctx context.Context, tx pgx.Tx, run uuid.UUID, holder *
 	return err
 }
 
-// leaseReap is messagePutHeld's lease CTE for a reaper: the conversation
-// while its lease is the dead run's, given back, or open's own lease.
-const leaseReap = `
+// putReaping is messagePutHeld's statement for a reaper: its lease CTE
+// yields the conversation while its lease is the dead run's, given back,
+// or open's own lease.
+var putReaping = newMessagePut(`
 		UPDATE conversations SET busy_token = CASE WHEN busy_token = $2 AND busy_until < now() THEN NULL ELSE busy_token END,
 		       busy_until = CASE WHEN busy_token = $2 AND busy_until < now() THEN NULL ELSE busy_until END
 		 WHERE id = $1 AND (busy_token IS NULL OR busy_token = $2 OR busy_until < now())
-		RETURNING id`
+		RETURNING id`)
 
 // cut ends what the run left open as a client that followed it must see
 // it: a call whose arguments were streaming gets an input error, a call

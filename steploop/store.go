@@ -136,6 +136,29 @@ type lastStored struct {
 	end int64
 }
 
+// conversationAcquireSQL is acquire's statement, joined once rather than
+// for every chat.
+var conversationAcquireSQL = `
+		WITH async AS (
+			SELECT set_config('synchronous_commit', coalesce($5::text, current_setting('synchronous_commit')), true)
+		), ` + ownerCTE(2, 6, 7) + `, c AS (
+			INSERT INTO conversations (id, owner_id, busy_token, busy_until)
+			SELECT $1, who.id, $3, now() + $4::interval FROM async, who
+			ON CONFLICT (id) DO UPDATE
+			   SET busy_token = EXCLUDED.busy_token, busy_until = EXCLUDED.busy_until, updated_at = now()
+			 WHERE conversations.owner_id = EXCLUDED.owner_id
+			   AND (conversations.busy_until IS NULL OR conversations.busy_until < now())
+			RETURNING id, owner_id, created_at, updated_at, xmax = 0 AS created
+		), last AS (
+			SELECT position, chars_before + model_chars AS end_chars, id, role, parts, metadata FROM conversation_messages
+			 WHERE conversation_id = $1 ORDER BY position DESC LIMIT 1
+		)
+		SELECT who.id, who.username, who.role, c.id, c.owner_id, c.created_at, c.updated_at, c.created,
+		       (SELECT r.id FROM chat_runs r WHERE r.conversation_id = c.id AND r.ended_at IS NULL
+		         ORDER BY r.started_at DESC LIMIT 1),
+		       last.position, last.end_chars, coalesce(last.id, ''), coalesce(last.role, ''), last.parts, last.metadata
+		  FROM who LEFT JOIN c ON true LEFT JOIN last ON true`
+
 // acquire is ConversationAcquire that also reads the conversation's last
 // message; with async, its commit does not wait for the disk (see
 // ConversationCreateWithMessage: outside a transaction only). It fails
@@ -165,26 +188,7 @@ func acquire(ctx context.Context, db store.Executor, id string, o *owner, ttl ti
 		m               Message
 		parts, metadata []byte
 	)
-	err := db.QueryRow(ctx, `
-		WITH async AS (
-			SELECT set_config('synchronous_commit', coalesce($5::text, current_setting('synchronous_commit')), true)
-		), `+ownerCTE(2, 6, 7)+`, c AS (
-			INSERT INTO conversations (id, owner_id, busy_token, busy_until)
-			SELECT $1, who.id, $3, now() + $4::interval FROM async, who
-			ON CONFLICT (id) DO UPDATE
-			   SET busy_token = EXCLUDED.busy_token, busy_until = EXCLUDED.busy_until, updated_at = now()
-			 WHERE conversations.owner_id = EXCLUDED.owner_id
-			   AND (conversations.busy_until IS NULL OR conversations.busy_until < now())
-			RETURNING id, owner_id, created_at, updated_at, xmax = 0 AS created
-		), last AS (
-			SELECT position, chars_before + model_chars AS end_chars, id, role, parts, metadata FROM conversation_messages
-			 WHERE conversation_id = $1 ORDER BY position DESC LIMIT 1
-		)
-		SELECT who.id, who.username, who.role, c.id, c.owner_id, c.created_at, c.updated_at, c.created,
-		       (SELECT r.id FROM chat_runs r WHERE r.conversation_id = c.id AND r.ended_at IS NULL
-		         ORDER BY r.started_at DESC LIMIT 1),
-		       last.position, last.end_chars, coalesce(last.id, ''), coalesce(last.role, ''), last.parts, last.metadata
-		  FROM who LEFT JOIN c ON true LEFT JOIN last ON true`,
+	err := db.QueryRow(ctx, conversationAcquireSQL,
 		id, o.id, token, interval(ttl), off, o.sha256, o.roles,
 	).Scan(&who, &username, &role, &cid, &cowner, &cat, &uat, &created, &stale, &pos, &end, &m.ID, &m.Role, &parts, &metadata)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -255,6 +259,25 @@ func ConversationCreateWithMessage(ctx context.Context, db store.Executor, id st
 	return conversationCreate(ctx, db, id, &o, ttl, m, nil)
 }
 
+// conversationCreateSQL is conversationCreate's statement, joined once
+// rather than for every chat.
+var conversationCreateSQL = `
+		WITH async AS (
+			SELECT set_config('synchronous_commit', coalesce($8::text, current_setting('synchronous_commit')), true)
+		), ` + ownerCTE(2, 13, 14) + `, c AS (
+			INSERT INTO conversations (id, owner_id, busy_token, busy_until)
+			SELECT $1, who.id, $3, now() + $4::interval FROM async, who
+			ON CONFLICT (id) DO NOTHING
+			RETURNING id, owner_id, created_at, updated_at
+		), m AS (
+			INSERT INTO conversation_messages (conversation_id, position, id, role, parts, model_chars)
+			SELECT id, 0, $5, $6, $7, $12 FROM c
+		), r AS (
+			INSERT INTO chat_runs (id, conversation_id, message_id, position, lease_token, head)
+			SELECT $9::uuid, id, $10, 1, $3, $11 FROM c WHERE $9::uuid IS NOT NULL
+		)
+		SELECT who.id, who.username, who.role, c.id, c.owner_id, c.created_at, c.updated_at FROM who LEFT JOIN c ON true`
+
 // conversationCreate is ConversationCreateWithMessage that also opens run
 // (when not nil) in the same statement, so a reader that asks right after
 // the request began finds it.
@@ -283,22 +306,7 @@ func conversationCreate(ctx context.Context, db store.Executor, id string, o *ow
 		rid := run.ID.String()
 		runID, msgID, head = &rid, &run.MessageID, run.Head
 	}
-	err = db.QueryRow(ctx, `
-		WITH async AS (
-			SELECT set_config('synchronous_commit', coalesce($8::text, current_setting('synchronous_commit')), true)
-		), `+ownerCTE(2, 13, 14)+`, c AS (
-			INSERT INTO conversations (id, owner_id, busy_token, busy_until)
-			SELECT $1, who.id, $3, now() + $4::interval FROM async, who
-			ON CONFLICT (id) DO NOTHING
-			RETURNING id, owner_id, created_at, updated_at
-		), m AS (
-			INSERT INTO conversation_messages (conversation_id, position, id, role, parts, model_chars)
-			SELECT id, 0, $5, $6, $7, $12 FROM c
-		), r AS (
-			INSERT INTO chat_runs (id, conversation_id, message_id, position, lease_token, head)
-			SELECT $9::uuid, id, $10, 1, $3, $11 FROM c WHERE $9::uuid IS NOT NULL
-		)
-		SELECT who.id, who.username, who.role, c.id, c.owner_id, c.created_at, c.updated_at FROM who LEFT JOIN c ON true`,
+	err = db.QueryRow(ctx, conversationCreateSQL,
 		id, o.id, l.token, interval(ttl), m.ID, m.Role, parts, async, runID, msgID, string(head), modelChars(m), o.sha256, o.roles,
 	).Scan(&who, &username, &role, &cid, &cowner, &cat, &uat)
 	if errors.Is(err, pgx.ErrNoRows) {

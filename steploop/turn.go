@@ -89,7 +89,7 @@ func (t *turn) save() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
 	defer cancel()
 	err := t.out.flushWith(func(batch []byte) error {
-		logged, err := messagePutHeld(ctx, t.s.cfg.DB, t.lease, t.pos, *t.asst(), leaseHeld,
+		logged, err := messagePutHeld(ctx, t.s.cfg.DB, t.lease, t.pos, *t.asst(), putHeld,
 			runWrite{run: t.log.run, seq: t.log.seq, batch: batch})
 		if logged && len(batch) > 0 {
 			t.log.seq++
