@@ -1,6 +1,7 @@
 package steploop
 
 import (
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -159,5 +160,36 @@ func TestSSEWriteToAClientThatStopsReadingFails(t *testing.T) {
 		require.Error(t, err, "the write failed on its deadline")
 	case <-time.After(20 * time.Second):
 		t.Fatal("the handler is still blocked writing to a client that stopped reading")
+	}
+}
+
+// FuzzFrame: a chunk's event carries exactly the bytes encoding/json
+// writes for it, whatever its members' names and values.
+func FuzzFrame(f *testing.F) {
+	f.Add("text-delta", "delta", "Found it.", "", true, []byte(`{"id":"c1"}`))
+	f.Add("tool-output-available", "output", "a \"quoted\" <b>&</b>\n\t\x01\x7f", "é \u2028 \xff", false, []byte(` [1, "<", {"a" : null}] `))
+	f.Add("", "", "", "", false, []byte(`not json`))
+	f.Add("text-delta", "delta", "x < y && y > z", "\u2028", false, []byte(`"<"`))
+	f.Fuzz(func(t *testing.T, typ, name, s1, s2 string, flag bool, raw []byte) {
+		for _, c := range []chunk{
+			{"type": typ, name: s1, "id": s2},
+			{"type": typ, "approved": flag, "errorText": s1, name: json.RawMessage(raw)},
+			{"type": typ, "messageMetadata": &Metadata{Model: s2, Usage: &Usage{InputTokens: int64(len(s1))}}, "data": nil, name: []string{s1, s2}},
+			{name: s2},
+			{},
+		} {
+			want, err := json.Marshal(c)
+			if err != nil {
+				want, _ = json.Marshal(chunk{"type": "error", "errorText": "the server could not encode a chunk"})
+			}
+			require.Equal(t, "data: "+string(want)+"\n\n", string(frame(c)))
+		}
+	})
+}
+
+func BenchmarkFrame(b *testing.B) {
+	c := chunk{"type": "tool-input-available", "toolCallId": "call_0123456789", "toolName": "get-customer", "input": json.RawMessage(`{"customer_id":"0193a5b2-7c1d-7e3f-9a4b-5c6d7e8f9a0b"}`)}
+	for b.Loop() {
+		frame(c)
 	}
 }
