@@ -15,11 +15,27 @@ const CLERK = env("CLERK");
 const browser = await launch();
 try {
   const errors = [];
+  // The page asks for a running answer (GET …/stream) as it mounts; a
+  // send may be refused before that request answers. Holding it until
+  // after the refusal makes that order certain: its late 204 must not
+  // take the refusal's sentence away.
+  let release = () => {};
   const open = async (base) => {
-    const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const held = new Promise((resolve) => (release = resolve));
+    await context.route(/\/v1\/chat\/[^/]+\/stream$/, async (route) => {
+      await held;
+      await route.continue();
+    });
+    const page = await context.newPage();
     watch(page, errors);
     await signIn(page, base, CLERK, PASSWORD, "/chat");
     return page;
+  };
+  const answerResume = async (page) => {
+    const answered = page.waitForResponse((r) => /\/v1\/chat\/[^/]+\/stream$/.test(r.url()));
+    release();
+    assert.equal((await answered).status(), 204);
   };
   const send = async (page, text) => {
     const box = page.getByLabel("Message", { exact: true });
@@ -40,6 +56,7 @@ try {
   await send(page, "Hello?");
   let alert = page.getByRole("alert");
   await alert.waitFor();
+  await answerResume(page);
   // Nothing was stored: the message is back in the box, not in the list.
   assert.equal(await page.getByLabel("Message", { exact: true }).inputValue(), "Hello?");
   assert.equal(await page.locator("li.msg").count(), 0);
@@ -54,6 +71,7 @@ try {
   await send(page, "x".repeat(70 * 1024));
   alert = page.getByRole("alert");
   await alert.waitFor();
+  await answerResume(page);
   assert.equal(await alert.innerText(), "Your message is longer than 65536 bytes. It is back in the box below: shorten it, or send it in parts.");
   assert.equal((await page.getByLabel("Message", { exact: true }).inputValue()).length, 70 * 1024);
   assert.equal(await page.locator("li.msg").count(), 0);

@@ -71,8 +71,12 @@ export function Conversation({ id, initialMessages, api, watcher, onOpenInvoice,
     },
     // A refused send stored nothing (the server refuses before it
     // writes): the message leaves the list and goes back to the box.
+    // Its sentence is kept here, not only in useChat's error: the resume
+    // request made on mount may answer after the refusal, and its 204
+    // sets the status back to ready, which clears that error.
     onError: (err) => {
       if (typeof err.statusCode !== 'number' || err.url !== '/v1/chat') return;
+      setLocal(explain(problemOf(err)));
       setMessages((ms) => {
         const last = ms.at(-1);
         if (!last || last.role !== 'user') return ms;
@@ -124,6 +128,7 @@ export function Conversation({ id, initialMessages, api, watcher, onOpenInvoice,
   const ways = {
     reload,
     follow: () => {
+      setLocal(null);
       clearError();
       resumeStream();
     },
