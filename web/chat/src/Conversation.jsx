@@ -91,6 +91,11 @@ export function Conversation({ id, initialMessages, api, watcher, onOpenInvoice,
     },
   });
   const busy = status === 'submitted' || status === 'streaming';
+  // A request that goes out (an automatic send after a confirmation or a
+  // frontend tool, a run found on mount) makes an earlier refusal stale.
+  useEffect(() => {
+    if (busy) setLocal(null);
+  }, [busy]);
 
   const reload = async () => {
     setLocal(null);
