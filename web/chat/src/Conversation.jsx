@@ -12,7 +12,7 @@ import {
 import { Message } from './Message.jsx';
 import { Problem } from './Problem.jsx';
 import { Composer } from './Composer.jsx';
-import { explain, problemOf } from './errors.js';
+import { answerFirst, explain, problemOf } from './errors.js';
 
 // The parts of a message's last step.
 const lastStep = (m) => m.parts.slice(m.parts.findLastIndex((p) => p.type === 'step-start'));
@@ -23,6 +23,12 @@ const lastStep = (m) => m.parts.slice(m.parts.findLastIndex((p) => p.type === 's
 const sendAutomaticallyWhen = ({ messages }) =>
   lastAssistantMessageIsCompleteWithApprovalResponses({ messages }) ||
   (lastAssistantMessageIsCompleteWithToolCalls({ messages }) && lastStep(messages.at(-1)).some((p) => p.type === 'tool-show-invoice'));
+
+// Whether message m waits for this page's answer: a confirmation, or an
+// invoice to open (a frontend tool).
+const awaitsAnswer = (m) =>
+  m?.role === 'assistant' &&
+  m.parts.some((p) => p.state === 'approval-requested' || (p.type === 'tool-show-invoice' && p.state === 'input-available'));
 
 const textOf = (m) => m.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
 
@@ -125,8 +131,13 @@ export function Conversation({ id, initialMessages, api, watcher, onOpenInvoice,
   };
 
   const send = (text) => {
-    setLocal(null);
     clearError();
+    if (awaitsAnswer(messages.at(-1))) {
+      setDraft(text);
+      setLocal(answerFirst);
+      return;
+    }
+    setLocal(null);
     sendMessage({ text });
   };
 

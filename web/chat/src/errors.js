@@ -74,3 +74,11 @@ export function explain(p) {
       return { text: detail || 'Something went wrong. Reload the conversation from the server to go on.', ways: ['reload'] };
   }
 }
+
+// answerFirst is said instead of sending while the last answer waits for
+// this page (a confirmation, an invoice to open): the server would refuse
+// a new message until then.
+export const answerFirst = {
+  text: 'The assistant is waiting for your answer above. Answer it first; your message is back in the box below.',
+  ways: [],
+};
