@@ -14,6 +14,7 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/audit"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
@@ -218,7 +219,7 @@ func (p Patch) apply(f identity.UserFields) identity.UserFields {
 // loses their decisions on open requests in the same transaction;
 // Updated.Voided names the requests that lost an approval. A change
 // that changes nothing writes nothing.
-func (s *Service) Update(ctx context.Context, by Actor, id uuid.UUID, ifMatch capability.IfMatch, p Patch) (*Updated, error) {
+func (s *Service) Update(ctx context.Context, by Actor, id uuid.UUID, ifMatch etag.IfMatch, p Patch) (*Updated, error) {
 	p, err := p.check()
 	if err != nil {
 		return nil, err
@@ -234,7 +235,7 @@ func (s *Service) Update(ctx context.Context, by Actor, id uuid.UUID, ifMatch ca
 			return nil, err
 		}
 		before, otherAdmins := locks.User, locks.OtherAdmins
-		if err := capability.CheckIfMatch(ifMatch, before.Version); err != nil {
+		if err := etag.CheckIfMatch(ifMatch, before.Version); err != nil {
 			return nil, err
 		}
 		next := p.apply(before.Fields())

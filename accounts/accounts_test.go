@@ -14,6 +14,7 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/audit"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/outbox/outboxtest"
@@ -104,7 +105,7 @@ func TestUpdateAuditsEachFieldBeforeAndAfter(t *testing.T) {
 	b := setup(t)
 	bob := b.user(t, "bob", identity.RoleApprover)
 
-	up, err := b.svc.Update(b.ctx, b.by, bob.ID, capability.MatchVersion(bob.Version), accounts.Patch{
+	up, err := b.svc.Update(b.ctx, b.by, bob.ID, etag.MatchVersion(bob.Version), accounts.Patch{
 		Role: ptr(identity.RoleClerk), SetEmail: true, Email: ptr("  Bob@Example.com "), DisplayName: ptr("Bob B."),
 	})
 	require.NoError(t, err)
@@ -130,12 +131,12 @@ func TestUpdateAuditsEachFieldBeforeAndAfter(t *testing.T) {
 	}, ev.Data)
 
 	events := b.count(t, `SELECT count(*) FROM audit_events`)
-	same, err := b.svc.Update(b.ctx, b.by, bob.ID, capability.IfMatch{}, accounts.Patch{Role: ptr(identity.RoleClerk), DisplayName: ptr("Bob B.")})
+	same, err := b.svc.Update(b.ctx, b.by, bob.ID, etag.IfMatch{}, accounts.Patch{Role: ptr(identity.RoleClerk), DisplayName: ptr("Bob B.")})
 	require.NoError(t, err)
 	require.Equal(t, u.Version, same.User.Version, "nothing written")
 	require.Equal(t, events, b.count(t, `SELECT count(*) FROM audit_events`))
 
-	up, err = b.svc.Update(b.ctx, b.by, bob.ID, capability.IfMatch{}, accounts.Patch{SetEmail: true})
+	up, err = b.svc.Update(b.ctx, b.by, bob.ID, etag.IfMatch{}, accounts.Patch{SetEmail: true})
 	require.NoError(t, err)
 	require.Nil(t, up.User.Email, "cleared")
 	_, err = audit.Verify(b.ctx, b.db)
@@ -148,7 +149,7 @@ func TestUpdateRefusesBadInputWritingNothing(t *testing.T) {
 	b := setup(t)
 	bob := b.user(t, "bob", identity.RoleApprover)
 	carl := b.user(t, "carl", identity.RoleClerk)
-	_, err := b.svc.Update(b.ctx, b.by, carl.ID, capability.IfMatch{}, accounts.Patch{SetEmail: true, Email: ptr("carl@example.com")})
+	_, err := b.svc.Update(b.ctx, b.by, carl.ID, etag.IfMatch{}, accounts.Patch{SetEmail: true, Email: ptr("carl@example.com")})
 	require.NoError(t, err)
 	events := b.count(t, `SELECT count(*) FROM audit_events`)
 
@@ -170,13 +171,13 @@ func TestUpdateRefusesBadInputWritingNothing(t *testing.T) {
 		"too long":          {bob.ID, 0, accounts.Patch{Email: ptr(fmt.Sprintf("%0250d@example.com", 0)), SetEmail: true}, 422, problem.CodeValidation, "email"},
 		"NUL in name":       {bob.ID, 0, accounts.Patch{DisplayName: ptr("Bob\x00")}, 422, problem.CodeValidation, "display_name"},
 		"email taken":       {bob.ID, 0, accounts.Patch{Email: ptr("CARL@example.COM"), SetEmail: true}, 409, problem.CodeConflict, ""},
-		"stale If-Match":    {bob.ID, bob.Version + 7, accounts.Patch{Role: ptr(identity.RoleClerk)}, 412, capability.CodeVersionMismatch, ""},
+		"stale If-Match":    {bob.ID, bob.Version + 7, accounts.Patch{Role: ptr(identity.RoleClerk)}, 412, etag.CodeVersionMismatch, ""},
 		"unknown user":      {uuid.Must(uuid.NewV7()), 0, accounts.Patch{Role: ptr(identity.RoleClerk)}, 404, problem.CodeNotFound, ""},
 		"last admin demote": {b.admin.ID, 0, accounts.Patch{Role: ptr(identity.RoleApprover)}, 409, accounts.CodeLastAdmin, ""},
 		"last admin gone":   {b.admin.ID, 0, accounts.Patch{Disabled: ptr(true)}, 409, accounts.CodeLastAdmin, ""},
 		"last admin clerk":  {b.admin.ID, b.admin.Version, accounts.Patch{Role: ptr(identity.RoleClerk), Disabled: ptr(true)}, 409, accounts.CodeLastAdmin, ""},
 	} {
-		_, err := b.svc.Update(b.ctx, b.by, tc.id, capability.MatchVersion(tc.ifMatch), tc.patch)
+		_, err := b.svc.Update(b.ctx, b.by, tc.id, etag.MatchVersion(tc.ifMatch), tc.patch)
 		pe := refused(t, err, tc.status, tc.code)
 		if tc.field != "" {
 			require.Len(t, pe.Errors, 1, name)
@@ -196,14 +197,14 @@ func TestUpdateRefusesBadInputWritingNothing(t *testing.T) {
 	// (and the one left to act).
 	eve := b.user(t, "eve", identity.RoleAdmin)
 	byEve := accounts.ActorOf(eve.Principal(), capability.PathREST)
-	_, err = b.svc.Update(b.ctx, b.by, b.admin.ID, capability.IfMatch{}, accounts.Patch{Disabled: ptr(true)})
+	_, err = b.svc.Update(b.ctx, b.by, b.admin.ID, etag.IfMatch{}, accounts.Patch{Disabled: ptr(true)})
 	require.NoError(t, err)
-	_, err = b.svc.Update(b.ctx, byEve, eve.ID, capability.IfMatch{}, accounts.Patch{Role: ptr(identity.RoleClerk)})
+	_, err = b.svc.Update(b.ctx, byEve, eve.ID, etag.IfMatch{}, accounts.Patch{Role: ptr(identity.RoleClerk)})
 	refused(t, err, http.StatusConflict, accounts.CodeLastAdmin)
 	// A disabled admin does not count; enabling one back does.
-	_, err = b.svc.Update(b.ctx, byEve, b.admin.ID, capability.IfMatch{}, accounts.Patch{Disabled: ptr(false)})
+	_, err = b.svc.Update(b.ctx, byEve, b.admin.ID, etag.IfMatch{}, accounts.Patch{Disabled: ptr(false)})
 	require.NoError(t, err)
-	_, err = b.svc.Update(b.ctx, byEve, eve.ID, capability.IfMatch{}, accounts.Patch{Role: ptr(identity.RoleClerk)})
+	_, err = b.svc.Update(b.ctx, byEve, eve.ID, etag.IfMatch{}, accounts.Patch{Role: ptr(identity.RoleClerk)})
 	require.NoError(t, err)
 }
 
@@ -249,7 +250,7 @@ func TestAuthorityLostVoidsDecisionsOnOpenRequests(t *testing.T) {
 			denied := b.request(t, clerk, "inv-3", 100)
 			other := b.request(t, clerk, "inv-4", 100)
 			decide := func(u *identity.User, id uuid.UUID, d, reason string) {
-				_, err := b.appr.Decide(b.ctx, u.Principal(), capability.PathREST, id, capability.IfMatch{}, d, reason)
+				_, err := b.appr.Decide(b.ctx, u.Principal(), capability.PathREST, id, etag.IfMatch{}, d, reason)
 				require.NoError(t, err)
 			}
 			decide(bob, approved, approvals.DecisionApprove, "")
@@ -257,7 +258,7 @@ func TestAuthorityLostVoidsDecisionsOnOpenRequests(t *testing.T) {
 			decide(bob, denied, approvals.DecisionDeny, "wrong customer")
 			decide(cat, other, approvals.DecisionApprove, "")
 
-			up, err := b.svc.Update(b.ctx, b.by, bob.ID, capability.IfMatch{}, tc.patch)
+			up, err := b.svc.Update(b.ctx, b.by, bob.ID, etag.IfMatch{}, tc.patch)
 			require.NoError(t, err)
 			require.ElementsMatch(t, []uuid.UUID{approved, half}, up.Voided)
 
@@ -285,7 +286,7 @@ func TestAuthorityLostVoidsDecisionsOnOpenRequests(t *testing.T) {
 			require.Equal(t, []any{map[string]any{"approver_id": bob.ID.String(), "approver": "bob", "reason": string(tc.reason)}}, voided["voided"])
 
 			// Authority back: nothing comes back with it.
-			_, err = b.svc.Update(b.ctx, b.by, bob.ID, capability.IfMatch{}, accounts.Patch{Role: ptr(identity.RoleApprover), Disabled: ptr(false)})
+			_, err = b.svc.Update(b.ctx, b.by, bob.ID, etag.IfMatch{}, accounts.Patch{Role: ptr(identity.RoleApprover), Disabled: ptr(false)})
 			require.NoError(t, err)
 			require.Equal(t, approvals.StatusPending, get(approved).Status)
 			require.Zero(t, get(approved).Approvals)
@@ -400,7 +401,7 @@ func TestLastAdminGuardUnderConcurrency(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				_, errs[i] = b.svc.Update(b.ctx, ops, a.ID, capability.IfMatch{}, patch)
+				_, errs[i] = b.svc.Update(b.ctx, ops, a.ID, etag.IfMatch{}, patch)
 			}()
 		}
 		close(start)
@@ -417,7 +418,7 @@ func TestLastAdminGuardUnderConcurrency(t *testing.T) {
 		require.Equal(t, len(admins)-1, b.count(t, `SELECT count(*) FROM audit_events WHERE type = 'user.updated'`)-round*(2*len(admins)-2),
 			"round %d: one event per change made", round)
 		for _, a := range admins {
-			_, err := b.svc.Update(b.ctx, ops, a.ID, capability.IfMatch{}, accounts.Patch{Role: ptr(identity.RoleAdmin), Disabled: ptr(false)})
+			_, err := b.svc.Update(b.ctx, ops, a.ID, etag.IfMatch{}, accounts.Patch{Role: ptr(identity.RoleAdmin), Disabled: ptr(false)})
 			require.NoError(t, err)
 		}
 	}
@@ -444,12 +445,12 @@ func TestDecisionRacingDemotionNeverCountsAfterIt(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, decideErr = b.appr.Decide(b.ctx, bob.Principal(), capability.PathREST, id, capability.IfMatch{}, approvals.DecisionApprove, "")
+			_, decideErr = b.appr.Decide(b.ctx, bob.Principal(), capability.PathREST, id, etag.IfMatch{}, approvals.DecisionApprove, "")
 		}()
 		go func() {
 			defer wg.Done()
 			<-start
-			_, err := b.svc.Update(b.ctx, b.by, bob.ID, capability.IfMatch{}, accounts.Patch{Role: ptr(identity.RoleClerk)})
+			_, err := b.svc.Update(b.ctx, b.by, bob.ID, etag.IfMatch{}, accounts.Patch{Role: ptr(identity.RoleClerk)})
 			require.NoError(t, err)
 		}()
 		close(start)
@@ -467,7 +468,7 @@ func TestDecisionRacingDemotionNeverCountsAfterIt(t *testing.T) {
 			require.Equal(t, approvals.VoidApproverDemoted, a.Decisions[0].VoidReason)
 			voidedN++
 		}
-		_, err = b.svc.Update(b.ctx, b.by, bob.ID, capability.IfMatch{}, accounts.Patch{Role: ptr(identity.RoleApprover)})
+		_, err = b.svc.Update(b.ctx, b.by, bob.ID, etag.IfMatch{}, accounts.Patch{Role: ptr(identity.RoleApprover)})
 		require.NoError(t, err)
 	}
 	t.Logf("decision refused (demotion first) %d, decision voided (decision first) %d", refusedN, voidedN)

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/invoiced/invoiced/capability"
-	"github.com/invoiced/invoiced/capability/caphttp"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
@@ -26,7 +26,7 @@ func actor(c echo.Context) (Actor, error) {
 }
 
 func userJSON(c echo.Context, u *identity.User) error {
-	c.Response().Header().Set("ETag", capability.ETag(u.Version))
+	c.Response().Header().Set("ETag", etag.FromVersion(u.Version))
 	return c.JSON(http.StatusOK, u)
 }
 
@@ -124,7 +124,7 @@ func (h *Handler) Update(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ifMatch, err := caphttp.IfMatch(c)
+	ifMatch, err := etag.ReadIfMatch(c.Request().Header)
 	if err != nil {
 		return err
 	}

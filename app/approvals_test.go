@@ -18,6 +18,7 @@ import (
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/openapi/openapitest"
@@ -82,7 +83,7 @@ func TestApprovalDecisionsOverHTTP(t *testing.T) {
 	resp := h.Do(t, "POST", "/v1/approvals/"+id+"/approve", goneTok, nil)
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, string(resp.Body))
 	// A disabled approver acting through any other path (the CLI) is 403.
-	_, err := h.App.Approvals().Decide(ctx, gone.Principal(), capability.PathCLI, mustUUID(t, id), capability.IfMatch{}, approvals.DecisionApprove, "")
+	_, err := h.App.Approvals().Decide(ctx, gone.Principal(), capability.PathCLI, mustUUID(t, id), etag.IfMatch{}, approvals.DecisionApprove, "")
 	require.True(t, problem.HasCode(err, problem.CodeForbidden), "%v", err)
 
 	// Bad input: unknown field, malformed id, deny without a reason.

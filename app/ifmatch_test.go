@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/stretchr/testify/require"
 )
 
@@ -47,18 +47,18 @@ func TestIfMatchOverHTTP(t *testing.T) {
 			{"a list holding it", func(v int) string { return fmt.Sprintf(`"%d", "%d"`, v+5, v) }, 200, "", ""},
 			{"a list with empty elements", func(v int) string { return fmt.Sprintf(`, "x" ,, "%d",`, v) }, 200, "", ""},
 			{"*", func(int) string { return "*" }, 200, "", ""},
-			{"an older ETag", func(v int) string { return fmt.Sprintf(`"%d"`, v-1) }, 412, capability.CodeVersionMismatch, "fetch it again"},
-			{"a list without it", func(v int) string { return fmt.Sprintf(`"%d", "%d"`, v-1, v+1) }, 412, capability.CodeVersionMismatch, "fetch it again"},
-			{"a weak ETag", func(v int) string { return fmt.Sprintf(`W/"%d"`, v) }, 412, capability.CodeVersionMismatch, "never matches"},
-			{"another tag", func(int) string { return `"abc"` }, 412, capability.CodeVersionMismatch, ""},
-			{"a bare version", func(v int) string { return fmt.Sprint(v) }, 400, capability.CodeIfMatchInvalid, "quotes included"},
-			{"a bare weak version", func(v int) string { return fmt.Sprintf("W/%d", v) }, 400, capability.CodeIfMatchInvalid, ""},
-			{"* in a list", func(v int) string { return fmt.Sprintf(`"%d", *`, v) }, 400, capability.CodeIfMatchInvalid, ""},
-			{"unterminated", func(v int) string { return fmt.Sprintf(`"%d`, v) }, 400, capability.CodeIfMatchInvalid, ""},
+			{"an older ETag", func(v int) string { return fmt.Sprintf(`"%d"`, v-1) }, 412, etag.CodeVersionMismatch, "fetch it again"},
+			{"a list without it", func(v int) string { return fmt.Sprintf(`"%d", "%d"`, v-1, v+1) }, 412, etag.CodeVersionMismatch, "fetch it again"},
+			{"a weak ETag", func(v int) string { return fmt.Sprintf(`W/"%d"`, v) }, 412, etag.CodeVersionMismatch, "never matches"},
+			{"another tag", func(int) string { return `"abc"` }, 412, etag.CodeVersionMismatch, ""},
+			{"a bare version", func(v int) string { return fmt.Sprint(v) }, 400, etag.CodeIfMatchInvalid, "quotes included"},
+			{"a bare weak version", func(v int) string { return fmt.Sprintf("W/%d", v) }, 400, etag.CodeIfMatchInvalid, ""},
+			{"* in a list", func(v int) string { return fmt.Sprintf(`"%d", *`, v) }, 400, etag.CodeIfMatchInvalid, ""},
+			{"unterminated", func(v int) string { return fmt.Sprintf(`"%d`, v) }, 400, etag.CodeIfMatchInvalid, ""},
 			// Field lines, one per "\n": together they are one list.
 			{"a second field line holding it", func(v int) string { return fmt.Sprintf("\"%d\"\n\"%d\"", v+5, v) }, 200, "", ""},
-			{"field lines without it", func(v int) string { return fmt.Sprintf("\"%d\"\n\"%d\"", v-1, v+1) }, 412, capability.CodeVersionMismatch, "fetch it again"},
-			{"* and a tag on two lines", func(v int) string { return fmt.Sprintf("*\n\"%d\"", v) }, 400, capability.CodeIfMatchInvalid, ""},
+			{"field lines without it", func(v int) string { return fmt.Sprintf("\"%d\"\n\"%d\"", v-1, v+1) }, 412, etag.CodeVersionMismatch, "fetch it again"},
+			{"* and a tag on two lines", func(v int) string { return fmt.Sprintf("*\n\"%d\"", v) }, 400, etag.CodeIfMatchInvalid, ""},
 		} {
 			before := version()
 			var lines []string

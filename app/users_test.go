@@ -11,7 +11,7 @@ import (
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/audit"
-	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/web"
@@ -89,12 +89,12 @@ func TestUsersAdministeredOverHTTP(t *testing.T) {
 	bob := g.userID(t, "bob")
 	resp = g.h.Do(t, "GET", "/v1/users/"+bob, g.adminTok, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	etag := resp.Header.Get("ETag")
-	require.Equal(t, `"1"`, etag)
+	tag := resp.Header.Get("ETag")
+	require.Equal(t, `"1"`, tag)
 
 	resp = g.patchUser(t, bob, map[string]any{"disabled": true}, "If-Match", `"7"`)
-	refusedWith(t, resp, http.StatusPreconditionFailed, capability.CodeVersionMismatch)
-	resp = g.patchUser(t, bob, map[string]any{"disabled": true, "email": "bob@example.com"}, "If-Match", etag)
+	refusedWith(t, resp, http.StatusPreconditionFailed, etag.CodeVersionMismatch)
+	resp = g.patchUser(t, bob, map[string]any{"disabled": true, "email": "bob@example.com"}, "If-Match", tag)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
 	require.Equal(t, `"2"`, resp.Header.Get("ETag"))
 	var u identity.User

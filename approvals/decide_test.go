@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/stretchr/testify/require"
@@ -36,7 +37,7 @@ func TestConcurrentDecisionsMeetQuorumOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, err := b.svc.Decide(b.ctx, p, capability.PathREST, id, capability.IfMatch{}, approvals.DecisionApprove, "")
+			_, err := b.svc.Decide(b.ctx, p, capability.PathREST, id, etag.IfMatch{}, approvals.DecisionApprove, "")
 			errs <- err
 		}()
 	}
@@ -77,11 +78,11 @@ func TestConcurrentApproveAndDeny(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			_, approveErr = b.svc.Decide(b.ctx, b.appr1, capability.PathREST, id, capability.IfMatch{}, approvals.DecisionApprove, "")
+			_, approveErr = b.svc.Decide(b.ctx, b.appr1, capability.PathREST, id, etag.IfMatch{}, approvals.DecisionApprove, "")
 		}()
 		go func() {
 			defer wg.Done()
-			_, denyErr = b.svc.Decide(b.ctx, b.appr2, capability.PathREST, id, capability.IfMatch{}, approvals.DecisionDeny, "no")
+			_, denyErr = b.svc.Decide(b.ctx, b.appr2, capability.PathREST, id, etag.IfMatch{}, approvals.DecisionDeny, "no")
 		}()
 		wg.Wait()
 		require.True(t, (approveErr == nil) != (denyErr == nil), "exactly one decision wins: %v / %v", approveErr, denyErr)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/events"
 	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/outbox/outboxtest"
@@ -42,7 +43,7 @@ func TestApprovalEventsFollowRequestAndDecision(t *testing.T) {
 	require.Equal(t, approvals.StatusPending, got.Status)
 	require.Equal(t, b.clerk.UserID, got.RequestedBy.ID)
 
-	_, err := b.svc.Decide(b.ctx, b.appr1, capability.PathREST, uuid.MustParse(id), capability.IfMatch{}, approvals.DecisionApprove, "")
+	_, err := b.svc.Decide(b.ctx, b.appr1, capability.PathREST, uuid.MustParse(id), etag.IfMatch{}, approvals.DecisionApprove, "")
 	require.NoError(t, err)
 	evs = outboxtest.Events(t, b.db)
 	require.Equal(t, []events.Type{events.ApprovalRequested, events.ApprovalDecided}, outboxtest.Types(t, b.db))
@@ -60,16 +61,16 @@ func TestApprovalDecidedOnlyWhenTheRequestIsDecided(t *testing.T) {
 	b := setup(t)
 	b.target(t, "big", 2_000_000)
 	id := uuid.MustParse(b.required(t, call(t, "issue-invoice", b.clerk, "big"), "big"))
-	_, err := b.svc.Decide(b.ctx, b.appr1, capability.PathREST, id, capability.IfMatch{}, approvals.DecisionApprove, "")
+	_, err := b.svc.Decide(b.ctx, b.appr1, capability.PathREST, id, etag.IfMatch{}, approvals.DecisionApprove, "")
 	require.NoError(t, err)
 	require.Equal(t, []events.Type{events.ApprovalRequested}, outboxtest.Types(t, b.db))
-	_, err = b.svc.Decide(b.ctx, b.appr2, capability.PathREST, id, capability.IfMatch{}, approvals.DecisionApprove, "")
+	_, err = b.svc.Decide(b.ctx, b.appr2, capability.PathREST, id, etag.IfMatch{}, approvals.DecisionApprove, "")
 	require.NoError(t, err)
 	require.Equal(t, []events.Type{events.ApprovalRequested, events.ApprovalDecided}, outboxtest.Types(t, b.db))
 
 	b.target(t, "small", 100)
 	id = uuid.MustParse(b.required(t, call(t, "issue-invoice", b.clerk, "small"), "small"))
-	_, err = b.svc.Decide(b.ctx, b.appr1, capability.PathREST, id, capability.IfMatch{}, approvals.DecisionDeny, "wrong customer")
+	_, err = b.svc.Decide(b.ctx, b.appr1, capability.PathREST, id, etag.IfMatch{}, approvals.DecisionDeny, "wrong customer")
 	require.NoError(t, err)
 	evs := outboxtest.Events(t, b.db)
 	require.Len(t, evs, 4)

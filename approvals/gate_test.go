@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
@@ -18,7 +19,7 @@ import (
 
 func (b *bundle) decide(t *testing.T, p identity.Principal, id, decision, reason string) (*approvals.Approval, error) {
 	t.Helper()
-	return b.svc.Decide(b.ctx, p, capability.PathREST, uuid.MustParse(id), capability.IfMatch{}, decision, reason)
+	return b.svc.Decide(b.ctx, p, capability.PathREST, uuid.MustParse(id), etag.IfMatch{}, decision, reason)
 }
 
 func (b *bundle) approve(t *testing.T, p identity.Principal, id string) *approvals.Approval {
@@ -283,7 +284,7 @@ func TestGateExpiry(t *testing.T) {
 	a, err := b.svc.Get(b.ctx, uuid.MustParse(pendingID))
 	require.NoError(t, err)
 	require.Equal(t, approvals.StatusExpired, a.Status)
-	_, err = b.svc.Decide(b.ctx, b.appr1, capability.PathREST, a.ID, capability.IfMatch{}, approvals.DecisionApprove, "")
+	_, err = b.svc.Decide(b.ctx, b.appr1, capability.PathREST, a.ID, etag.IfMatch{}, approvals.DecisionApprove, "")
 	require.True(t, problem.HasCode(err, approvals.CodeNotPending), "%v", err)
 	_, err = b.invoke(b.ctx, c1, "inv-1")
 	require.Equal(t, pendingID, refused(t, err, http.StatusForbidden, approvals.CodeApprovalExpired))
@@ -408,14 +409,14 @@ func TestCancelByRequesterOnly(t *testing.T) {
 	c := call(t, "issue-invoice", b.clerk, "inv-1")
 	id := uuid.MustParse(b.required(t, c, "inv-1"))
 
-	_, err := b.svc.Cancel(b.ctx, b.admin, capability.PathREST, id, capability.IfMatch{})
+	_, err := b.svc.Cancel(b.ctx, b.admin, capability.PathREST, id, etag.IfMatch{})
 	require.True(t, problem.HasCode(err, problem.CodeForbidden), "%v", err)
-	a, err := b.svc.Cancel(b.ctx, b.clerk, capability.PathREST, id, capability.IfMatch{})
+	a, err := b.svc.Cancel(b.ctx, b.clerk, capability.PathREST, id, etag.IfMatch{})
 	require.NoError(t, err)
 	require.Equal(t, approvals.StatusCancelled, a.Status)
-	_, err = b.svc.Cancel(b.ctx, b.clerk, capability.PathREST, id, capability.IfMatch{})
+	_, err = b.svc.Cancel(b.ctx, b.clerk, capability.PathREST, id, etag.IfMatch{})
 	require.True(t, problem.HasCode(err, approvals.CodeNotPending), "%v", err)
-	_, err = b.svc.Decide(b.ctx, b.appr1, capability.PathREST, id, capability.IfMatch{}, approvals.DecisionApprove, "")
+	_, err = b.svc.Decide(b.ctx, b.appr1, capability.PathREST, id, etag.IfMatch{}, approvals.DecisionApprove, "")
 	require.True(t, problem.HasCode(err, approvals.CodeNotPending), "%v", err)
 
 	require.NotEqual(t, id.String(), b.required(t, c, "inv-1"))

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
-	"github.com/invoiced/invoiced/capability/caphttp"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
@@ -105,7 +105,7 @@ func (h *Handler) Get(c echo.Context) error {
 			return err
 		}
 	}
-	c.Response().Header().Set("ETag", capability.ETag(a.Version))
+	c.Response().Header().Set("ETag", etag.FromVersion(a.Version))
 	return c.JSON(http.StatusOK, a)
 }
 
@@ -136,7 +136,7 @@ func decodeOptional(c echo.Context, v any, field string) error {
 // UTF-8), runs do for the principal on request {id} at the If-Match
 // version, and answers the request with its ETag.
 func (h *Handler) act(c echo.Context, body any, field string,
-	do func(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch capability.IfMatch) (*Approval, error),
+	do func(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch etag.IfMatch) (*Approval, error),
 ) error {
 	p, err := identity.RequestPrincipal(c)
 	if err != nil {
@@ -146,7 +146,7 @@ func (h *Handler) act(c echo.Context, body any, field string,
 	if err != nil {
 		return err
 	}
-	ifMatch, err := caphttp.IfMatch(c)
+	ifMatch, err := etag.ReadIfMatch(c.Request().Header)
 	if err != nil {
 		return err
 	}
@@ -157,13 +157,13 @@ func (h *Handler) act(c echo.Context, body any, field string,
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set("ETag", capability.ETag(a.Version))
+	c.Response().Header().Set("ETag", etag.FromVersion(a.Version))
 	return c.JSON(http.StatusOK, a)
 }
 
 func (h *Handler) decide(c echo.Context, decision string) error {
 	var body decisionBody
-	return h.act(c, &body, "reason", func(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch capability.IfMatch) (*Approval, error) {
+	return h.act(c, &body, "reason", func(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch etag.IfMatch) (*Approval, error) {
 		return h.Svc.Decide(ctx, p, capability.PathREST, id, ifMatch, decision, body.Reason)
 	})
 }
@@ -178,7 +178,7 @@ func (h *Handler) Deny(c echo.Context) error { return h.decide(c, DecisionDeny) 
 // Cancel answers POST /v1/approvals/{id}/cancel (requester only).
 func (h *Handler) Cancel(c echo.Context) error {
 	var body struct{}
-	return h.act(c, &body, "body", func(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch capability.IfMatch) (*Approval, error) {
+	return h.act(c, &body, "body", func(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch etag.IfMatch) (*Approval, error) {
 		return h.Svc.Cancel(ctx, p, capability.PathREST, id, ifMatch)
 	})
 }

@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/invoiced/invoiced/capability"
-	"github.com/invoiced/invoiced/capability/caphttp"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
@@ -20,7 +20,7 @@ type PolicyHandler struct {
 
 // respond answers with the policy and its version as the ETag.
 func respondPolicy(c echo.Context, set *RuleSet) error {
-	c.Response().Header().Set("ETag", capability.ETag(set.Version))
+	c.Response().Header().Set("ETag", etag.FromVersion(set.Version))
 	return c.JSON(http.StatusOK, set)
 }
 
@@ -49,7 +49,7 @@ func (h *PolicyHandler) SetRule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ifMatch, err := caphttp.IfMatch(c)
+	ifMatch, err := etag.ReadIfMatch(c.Request().Header)
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func (h *PolicyHandler) DeleteRule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ifMatch, err := caphttp.IfMatch(c)
+	ifMatch, err := etag.ReadIfMatch(c.Request().Header)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/audit"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/problem"
@@ -98,7 +99,7 @@ func (s *Service) PolicyGet(ctx context.Context, version int64) (*RuleSet, error
 // threshold, if there is one, else adds a tier. Setting what is in force
 // already changes nothing. The policy must be at a version ifMatch names,
 // if it names any (412 VERSION_MISMATCH otherwise).
-func (s *Service) PolicySet(ctx context.Context, p identity.Principal, via capability.Path, in RuleInput, ifMatch capability.IfMatch) (*RuleSet, error) {
+func (s *Service) PolicySet(ctx context.Context, p identity.Principal, via capability.Path, in RuleInput, ifMatch etag.IfMatch) (*RuleSet, error) {
 	r, err := s.checkRule(in)
 	if err != nil {
 		return nil, err
@@ -117,7 +118,7 @@ func (s *Service) PolicySet(ctx context.Context, p identity.Principal, via capab
 
 // PolicyDelete takes rule id out of force as admin p (404 unless it is in
 // force); ifMatch is as for PolicySet.
-func (s *Service) PolicyDelete(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch capability.IfMatch) (*RuleSet, error) {
+func (s *Service) PolicyDelete(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch etag.IfMatch) (*RuleSet, error) {
 	return s.policyChange(ctx, p, via, ifMatch, func(ctx context.Context, tx pgx.Tx) (*Rule, *Rule, error) {
 		old, found, err := ruleInForceGet(ctx, tx, id)
 		if err != nil {
@@ -136,7 +137,7 @@ func (s *Service) PolicyDelete(ctx context.Context, p identity.Principal, via ca
 // version, audits it (who, before → after) and raises the open requests
 // of the capability that the new version asks more of (the stricter rule
 // applies). It returns the policy in force afterwards.
-func (s *Service) policyChange(ctx context.Context, p identity.Principal, via capability.Path, ifMatch capability.IfMatch,
+func (s *Service) policyChange(ctx context.Context, p identity.Principal, via capability.Path, ifMatch etag.IfMatch,
 	change func(ctx context.Context, tx pgx.Tx) (before, after *Rule, err error),
 ) (*RuleSet, error) {
 	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*RuleSet, error) {
@@ -151,7 +152,7 @@ func (s *Service) policyChange(ctx context.Context, p identity.Principal, via ca
 		if err != nil {
 			return nil, err
 		}
-		if err := capability.CheckIfMatch(ifMatch, current); err != nil {
+		if err := etag.CheckIfMatch(ifMatch, current); err != nil {
 			return nil, err
 		}
 		before, after, err := change(ctx, tx)

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/jackc/pgx/v5"
@@ -28,7 +29,7 @@ func (b *bundle) targetIn(t *testing.T, id string, amount int64, currency string
 func (b *bundle) set(t *testing.T, capName, currency string, minAmount, minMajor *int64, approvers int) *approvals.RuleSet {
 	t.Helper()
 	set, err := b.svc.PolicySet(b.ctx, b.admin, capability.PathCLI, approvals.RuleInput{
-		Capability: capName, Currency: currency, MinAmount: minAmount, MinAmountMajor: minMajor, Approvers: approvers}, capability.IfMatch{})
+		Capability: capName, Currency: currency, MinAmount: minAmount, MinAmountMajor: minMajor, Approvers: approvers}, etag.IfMatch{})
 	require.NoError(t, err)
 	return set
 }
@@ -123,7 +124,7 @@ func TestPolicyChangesAreVersionedAndAudited(t *testing.T) {
 	require.NotEqual(t, eur2.ID, eur3.ID, "a change puts a new rule in force")
 	require.Equal(t, 3, eur3.Approvers)
 
-	v4, err := b.svc.PolicyDelete(b.ctx, b.admin, capability.PathREST, ruleFor(t, seed, "issue-invoice", approvals.AnyCurrency, 10_000).ID, capability.IfMatch{})
+	v4, err := b.svc.PolicyDelete(b.ctx, b.admin, capability.PathREST, ruleFor(t, seed, "issue-invoice", approvals.AnyCurrency, 10_000).ID, etag.IfMatch{})
 	require.NoError(t, err)
 	require.EqualValues(t, 4, v4.Version)
 	require.Equal(t, []approvals.Rule{ruleFor(t, seed, "issue-credit-note", approvals.AnyCurrency, 10_000), eur3}, v4.Rules)
@@ -223,7 +224,7 @@ func TestPolicyBadInputChangesNothing(t *testing.T) {
 		if tc.as.UserID != uuid.Nil {
 			as = tc.as
 		}
-		_, err := b.svc.PolicySet(b.ctx, as, capability.PathREST, in, capability.IfMatch{})
+		_, err := b.svc.PolicySet(b.ctx, as, capability.PathREST, in, etag.IfMatch{})
 		pe, ok := problem.As(err)
 		require.True(t, ok, "%s: %v", name, err)
 		if tc.code == "" {
@@ -241,11 +242,11 @@ func TestPolicyBadInputChangesNothing(t *testing.T) {
 	}
 
 	// A stale If-Match, a rule not in force, a version that never was.
-	_, err := b.svc.PolicySet(b.ctx, b.admin, capability.PathREST, good, capability.MatchVersion(7))
-	require.True(t, problem.HasCode(err, capability.CodeVersionMismatch), "%v", err)
-	_, err = b.svc.PolicyDelete(b.ctx, b.admin, capability.PathREST, uuid.Must(uuid.NewV7()), capability.IfMatch{})
+	_, err := b.svc.PolicySet(b.ctx, b.admin, capability.PathREST, good, etag.MatchVersion(7))
+	require.True(t, problem.HasCode(err, etag.CodeVersionMismatch), "%v", err)
+	_, err = b.svc.PolicyDelete(b.ctx, b.admin, capability.PathREST, uuid.Must(uuid.NewV7()), etag.IfMatch{})
 	require.True(t, problem.HasCode(err, problem.CodeNotFound), "%v", err)
-	_, err = b.svc.PolicyDelete(b.ctx, b.clerk, capability.PathREST, uuid.Must(uuid.NewV7()), capability.IfMatch{})
+	_, err = b.svc.PolicyDelete(b.ctx, b.clerk, capability.PathREST, uuid.Must(uuid.NewV7()), etag.IfMatch{})
 	require.True(t, problem.HasCode(err, problem.CodeForbidden), "%v", err)
 	_, err = b.svc.PolicyGet(b.ctx, 99)
 	require.True(t, problem.HasCode(err, problem.CodeNotFound), "%v", err)
@@ -254,9 +255,9 @@ func TestPolicyBadInputChangesNothing(t *testing.T) {
 	// A retired rule is not in force: deleting it again is 404.
 	v2 := b.set(t, "issue-invoice", "EUR", minor(1_000_000), nil, 2)
 	eur := ruleFor(t, v2, "issue-invoice", "EUR", 1_000_000)
-	_, err = b.svc.PolicyDelete(b.ctx, b.admin, capability.PathREST, eur.ID, capability.MatchVersion(2))
+	_, err = b.svc.PolicyDelete(b.ctx, b.admin, capability.PathREST, eur.ID, etag.MatchVersion(2))
 	require.NoError(t, err)
-	_, err = b.svc.PolicyDelete(b.ctx, b.admin, capability.PathREST, eur.ID, capability.IfMatch{})
+	_, err = b.svc.PolicyDelete(b.ctx, b.admin, capability.PathREST, eur.ID, etag.IfMatch{})
 	require.True(t, problem.HasCode(err, problem.CodeNotFound), "%v", err)
 }
 
@@ -326,7 +327,7 @@ func TestPolicyLooseningKeepsTheRecordedRequirement(t *testing.T) {
 	id := b.required(t, c, "big")
 	seed, err := b.svc.PolicyGet(b.ctx, 0)
 	require.NoError(t, err)
-	_, err = b.svc.PolicyDelete(b.ctx, b.admin, capability.PathREST, seed.Rules[0].ID, capability.IfMatch{})
+	_, err = b.svc.PolicyDelete(b.ctx, b.admin, capability.PathREST, seed.Rules[0].ID, etag.IfMatch{})
 	require.NoError(t, err)
 	b.set(t, "issue-invoice", "EUR", minor(5_000_000), nil, 2)
 
@@ -426,7 +427,7 @@ func (b *bundle) requestDuringChange(t *testing.T, c capability.Call, target str
 	changed := make(chan *approvals.RuleSet, 1)
 	go func() {
 		set, err := b.svc.PolicySet(context.Background(), b.admin, capability.PathREST,
-			approvals.RuleInput{Capability: "issue-invoice", Currency: "EUR", MinAmount: minor(100_000), Approvers: 2}, capability.IfMatch{})
+			approvals.RuleInput{Capability: "issue-invoice", Currency: "EUR", MinAmount: minor(100_000), Approvers: 2}, etag.IfMatch{})
 		if err != nil {
 			t.Error(err)
 		}
@@ -477,7 +478,7 @@ func TestPolicyChangeRacingConsumes(t *testing.T) {
 		defer wg.Done()
 		<-start
 		_, err := b.svc.PolicySet(context.Background(), b.admin, capability.PathREST,
-			approvals.RuleInput{Capability: "issue-invoice", Currency: "EUR", MinAmount: minor(100_000), Approvers: 2}, capability.IfMatch{})
+			approvals.RuleInput{Capability: "issue-invoice", Currency: "EUR", MinAmount: minor(100_000), Approvers: 2}, etag.IfMatch{})
 		errs <- err
 	}()
 	close(start)
@@ -512,7 +513,7 @@ func TestConcurrentPolicyChangesMakeDistinctVersions(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			set, err := b.svc.PolicySet(context.Background(), b.admin, capability.PathREST,
-				approvals.RuleInput{Capability: "issue-invoice", Currency: "EUR", MinAmount: minor(int64(i+1) * 100_000), Approvers: 2}, capability.IfMatch{})
+				approvals.RuleInput{Capability: "issue-invoice", Currency: "EUR", MinAmount: minor(int64(i+1) * 100_000), Approvers: 2}, etag.IfMatch{})
 			if err != nil {
 				t.Error(err)
 				return

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/audit"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/events"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/jsondoc"
@@ -58,7 +59,7 @@ const maxReasonLen = 2000
 // Deciding again the same way is a no-op. The request must be at a
 // version ifMatch names, if it names any (an If-Match header), else 412
 // VERSION_MISMATCH.
-func (s *Service) Decide(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch capability.IfMatch, decision, reason string) (*Approval, error) {
+func (s *Service) Decide(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch etag.IfMatch, decision, reason string) (*Approval, error) {
 	reason = strings.TrimSpace(reason)
 	if err := checkDecision(decision, reason); err != nil {
 		return nil, err
@@ -174,7 +175,7 @@ func (s *Service) decideTx(ctx context.Context, tx pgx.Tx, by eventActor, approv
 
 // Cancel withdraws a pending request; only its requester may. ifMatch is
 // as for Decide.
-func (s *Service) Cancel(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch capability.IfMatch) (*Approval, error) {
+func (s *Service) Cancel(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch etag.IfMatch) (*Approval, error) {
 	return s.change(ctx, id, ifMatch, func(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time) (*Approval, error) {
 		if a.RequestedBy.ID != p.UserID {
 			return nil, problem.Forbidden("only the requester may cancel an approval request")
@@ -198,7 +199,7 @@ func (s *Service) Cancel(ctx context.Context, p identity.Principal, via capabili
 
 // change runs fn on request id, locked and at a version ifMatch names (any, if none), in
 // one transaction at the policy clock's now.
-func (s *Service) change(ctx context.Context, id uuid.UUID, ifMatch capability.IfMatch,
+func (s *Service) change(ctx context.Context, id uuid.UUID, ifMatch etag.IfMatch,
 	fn func(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time) (*Approval, error),
 ) (*Approval, error) {
 	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Approval, error) {
@@ -207,7 +208,7 @@ func (s *Service) change(ctx context.Context, id uuid.UUID, ifMatch capability.I
 }
 
 // changeTx is change in the caller's transaction.
-func (s *Service) changeTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, ifMatch capability.IfMatch,
+func (s *Service) changeTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, ifMatch etag.IfMatch,
 	fn func(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time) (*Approval, error),
 ) (*Approval, error) {
 	now := s.policy.now()
@@ -215,7 +216,7 @@ func (s *Service) changeTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, ifMatch
 	if err != nil {
 		return nil, err
 	}
-	if err := capability.CheckIfMatch(ifMatch, a.Version); err != nil {
+	if err := etag.CheckIfMatch(ifMatch, a.Version); err != nil {
 		return nil, err
 	}
 	return fn(ctx, tx, a, now)

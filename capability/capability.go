@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/jackc/pgx/v5"
 )
@@ -62,7 +63,13 @@ type Call struct {
 	InputHash string
 	// IfMatch is the caller's If-Match precondition on the target's
 	// version; the zero value is none.
-	IfMatch IfMatch
+	IfMatch etag.IfMatch
+}
+
+// Versioned is an output that carries an optimistic-concurrency version;
+// the HTTP layer sends it as the ETag (etag.FromVersion).
+type Versioned interface {
+	ResourceVersion() int64
 }
 
 // Handler runs a capability. It returns the output (marshalled as JSON) or a

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
@@ -64,7 +65,7 @@ func (s *Service) CustomerUpdate(ctx context.Context, call capability.Call) (any
 		if err != nil {
 			return nil, err
 		}
-		if err := capability.CheckIfMatch(call.IfMatch, c.Version); err != nil {
+		if err := etag.CheckIfMatch(call.IfMatch, c.Version); err != nil {
 			return nil, err
 		}
 		if in.Name != nil {

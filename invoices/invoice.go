@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
@@ -51,7 +51,7 @@ const CodeInvalidTransition = "INVALID_TRANSITION"
 
 // CodeVersionMismatch is the 412 problem code of an If-Match that does not
 // name the current version.
-const CodeVersionMismatch = capability.CodeVersionMismatch
+const CodeVersionMismatch = etag.CodeVersionMismatch
 
 // transitions lists, per action, the statuses it may start from and the
 // status it leads to. An empty target: the row goes away (delete) or

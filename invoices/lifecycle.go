@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/events"
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/problem"
@@ -40,7 +41,7 @@ func lockForAction(ctx context.Context, tx pgx.Tx, call capability.Call, id uuid
 	if err != nil {
 		return nil, err
 	}
-	if err := capability.CheckIfMatch(call.IfMatch, inv.Version); err != nil {
+	if err := etag.CheckIfMatch(call.IfMatch, inv.Version); err != nil {
 		return nil, err
 	}
 	if _, err := Transition(inv.Status, action); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/events"
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/page"
@@ -194,7 +195,7 @@ func (s *Service) ReversePayment(ctx context.Context, call capability.Call) (any
 		if p, err = paymentLockTx(ctx, tx, in.PaymentID); err != nil {
 			return nil, err
 		}
-		if err := capability.CheckIfMatch(call.IfMatch, p.Version); err != nil {
+		if err := etag.CheckIfMatch(call.IfMatch, p.Version); err != nil {
 			return nil, err
 		}
 		if p.ReversedAt != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/money"
@@ -337,7 +338,7 @@ func (h *Handler) Decide(decision string) PageFunc {
 			return err
 		}
 		reason := c.FormValue("reason")
-		_, err = h.deps.Approvals.Decide(c.Request().Context(), s.User.Principal(), capability.PathWeb, id, capability.IfMatch{}, decision, reason)
+		_, err = h.deps.Approvals.Decide(c.Request().Context(), s.User.Principal(), capability.PathWeb, id, etag.IfMatch{}, decision, reason)
 		if err != nil {
 			pe, ok := problem.As(err)
 			if !ok || pe.Status >= 500 || pe.Status == http.StatusNotFound {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
@@ -203,11 +204,11 @@ func TestApprovalPageShowsARequirementRaisedByThePolicy(t *testing.T) {
 	id := b.request(t, b.user(t, "carl", identity.RoleClerk), capability.PathREST)
 	ctx := context.Background()
 	svc := b.h.App.Approvals()
-	_, err := svc.Decide(ctx, alice.Principal(), capability.PathREST, id, capability.IfMatch{}, approvals.DecisionApprove, "")
+	_, err := svc.Decide(ctx, alice.Principal(), capability.PathREST, id, etag.IfMatch{}, approvals.DecisionApprove, "")
 	require.NoError(t, err)
 	threshold := int64(10_000)
 	_, err = svc.PolicySet(ctx, admin.Principal(), capability.PathREST,
-		approvals.RuleInput{Capability: "issue-invoice", Currency: "EUR", MinAmount: &threshold, Approvers: 2}, capability.IfMatch{})
+		approvals.RuleInput{Capability: "issue-invoice", Currency: "EUR", MinAmount: &threshold, Approvers: 2}, etag.IfMatch{})
 	require.NoError(t, err)
 
 	br := b.browser(t)

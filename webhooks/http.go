@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
-	"github.com/invoiced/invoiced/capability/caphttp"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/server"
 	"github.com/labstack/echo/v4"
@@ -50,7 +50,7 @@ func (h *Handler) Add(c echo.Context) error {
 		return err
 	}
 	c.Response().Header().Set("Location", "/v1/webhook-endpoints/"+e.ID.String())
-	c.Response().Header().Set("ETag", capability.ETag(e.Version))
+	c.Response().Header().Set("ETag", etag.FromVersion(e.Version))
 	return c.JSON(http.StatusCreated, e)
 }
 
@@ -81,17 +81,17 @@ func (h *Handler) Get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set("ETag", capability.ETag(e.Version))
+	c.Response().Header().Set("ETag", etag.FromVersion(e.Version))
 	return c.JSON(http.StatusOK, e)
 }
 
 // change parses the principal, the id and If-Match of an endpoint action.
-func change(c echo.Context) (identity.Principal, uuid.UUID, capability.IfMatch, error) {
+func change(c echo.Context) (identity.Principal, uuid.UUID, etag.IfMatch, error) {
 	p, id, err := target(c, "webhook endpoint")
 	if err != nil {
-		return p, uuid.Nil, capability.IfMatch{}, err
+		return p, uuid.Nil, etag.IfMatch{}, err
 	}
-	ifMatch, err := caphttp.IfMatch(c)
+	ifMatch, err := etag.ReadIfMatch(c.Request().Header)
 	return p, id, ifMatch, err
 }
 
@@ -104,7 +104,7 @@ func (h *Handler) setEnabled(c echo.Context, enabled bool) error {
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set("ETag", capability.ETag(e.Version))
+	c.Response().Header().Set("ETag", etag.FromVersion(e.Version))
 	return c.JSON(http.StatusOK, e)
 }
 
@@ -125,7 +125,7 @@ func (h *Handler) RotateSecret(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set("ETag", capability.ETag(e.Version))
+	c.Response().Header().Set("ETag", etag.FromVersion(e.Version))
 	return c.JSON(http.StatusOK, e)
 }
 

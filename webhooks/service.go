@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/audit"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/page"
@@ -201,7 +202,7 @@ func (s *Service) Get(ctx context.Context, p identity.Principal, id uuid.UUID) (
 }
 
 // change runs fn on endpoint id, locked and at a version ifMatch names (any, if none).
-func (s *Service) change(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch capability.IfMatch,
+func (s *Service) change(ctx context.Context, p identity.Principal, id uuid.UUID, ifMatch etag.IfMatch,
 	fn func(ctx context.Context, tx pgx.Tx, e *Endpoint, now time.Time) (*Endpoint, error),
 ) (*Endpoint, error) {
 	if err := requireAdmin(p); err != nil {
@@ -215,7 +216,7 @@ func (s *Service) change(ctx context.Context, p identity.Principal, id uuid.UUID
 		if err != nil {
 			return nil, err
 		}
-		if err := capability.CheckIfMatch(ifMatch, e.Version); err != nil {
+		if err := etag.CheckIfMatch(ifMatch, e.Version); err != nil {
 			return nil, err
 		}
 		return fn(ctx, tx, e, s.cfg.now())
@@ -224,7 +225,7 @@ func (s *Service) change(ctx context.Context, p identity.Principal, id uuid.UUID
 
 // SetEnabled disables an endpoint (deliveries to it stop; those pending
 // fail) or enables it again. Doing what is already done changes nothing.
-func (s *Service) SetEnabled(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch capability.IfMatch, enabled bool) (*Endpoint, error) {
+func (s *Service) SetEnabled(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch etag.IfMatch, enabled bool) (*Endpoint, error) {
 	return s.change(ctx, p, id, ifMatch, func(ctx context.Context, tx pgx.Tx, e *Endpoint, now time.Time) (*Endpoint, error) {
 		if e.Enabled == enabled {
 			return e, nil
@@ -243,7 +244,7 @@ func (s *Service) SetEnabled(ctx context.Context, p identity.Principal, via capa
 
 // RotateSecret gives an endpoint a new secret; the old one keeps signing
 // (a second signature) for rotationOverlap.
-func (s *Service) RotateSecret(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch capability.IfMatch) (*WithSecret, error) {
+func (s *Service) RotateSecret(ctx context.Context, p identity.Principal, via capability.Path, id uuid.UUID, ifMatch etag.IfMatch) (*WithSecret, error) {
 	secret, err := newSecret()
 	if err != nil {
 		return nil, err

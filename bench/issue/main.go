@@ -26,6 +26,7 @@ import (
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/migrations"
@@ -295,7 +296,7 @@ func (b *bench) prepare(ctx context.Context, n int) ([]item, error) {
 					return
 				}
 				aid := uuid.MustParse(pe.Extra["approval_id"].(string))
-				if _, err := svc.Decide(ctx, b.approver, capability.PathCLI, aid, capability.IfMatch{}, approvals.DecisionApprove, ""); err != nil {
+				if _, err := svc.Decide(ctx, b.approver, capability.PathCLI, aid, etag.IfMatch{}, approvals.DecisionApprove, ""); err != nil {
 					record(err)
 					return
 				}

@@ -7,9 +7,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/server"
@@ -24,13 +24,13 @@ type Handler struct {
 
 // Run prepares and invokes capability name with input (parsed by
 // capability.ParseInput) for the request's principal, arriving by via,
-// honouring the request's If-Match header.
+// honouring the request's If-Match header (all its field lines).
 func (h *Handler) Run(c echo.Context, name string, input *jsondoc.Doc, via capability.Path) (any, error) {
 	p, err := identity.RequestPrincipal(c)
 	if err != nil {
 		return nil, err
 	}
-	ifMatch, err := IfMatch(c)
+	ifMatch, err := etag.ReadIfMatch(c.Request().Header)
 	if err != nil {
 		return nil, err
 	}
@@ -42,14 +42,6 @@ func (h *Handler) Run(c echo.Context, name string, input *jsondoc.Doc, via capab
 	return h.Registry.Invoke(c.Request().Context(), call)
 }
 
-// IfMatch reads the request's If-Match precondition. A header sent as
-// several field lines is one list (RFC 9110 §5.3), as a client or a proxy
-// may split it: reading the first line only would refuse a tag another
-// line names.
-func IfMatch(c echo.Context) (capability.IfMatch, error) {
-	return capability.ParseIfMatch(strings.Join(c.Request().Header.Values("If-Match"), ", "))
-}
-
 // Respond writes out as JSON with status, with an ETag when out is
 // capability.Versioned.
 func Respond(c echo.Context, status int, out any) error {
@@ -59,7 +51,7 @@ func Respond(c echo.Context, status int, out any) error {
 
 func setETag(c echo.Context, out any) {
 	if v, ok := out.(capability.Versioned); ok {
-		c.Response().Header().Set("ETag", capability.ETag(v.ResourceVersion()))
+		c.Response().Header().Set("ETag", etag.FromVersion(v.ResourceVersion()))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/page"
@@ -128,7 +129,7 @@ func cmdApprovalsDecide(ctx context.Context, e env, decision string, args []stri
 	if err != nil {
 		return err
 	}
-	a, err := svc.Decide(ctx, u.Principal(), capability.PathCLI, id, capability.IfMatch{}, decision, *reason)
+	a, err := svc.Decide(ctx, u.Principal(), capability.PathCLI, id, etag.IfMatch{}, decision, *reason)
 	if err != nil {
 		return err
 	}

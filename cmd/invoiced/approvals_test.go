@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/outbox/outboxtest"
@@ -127,11 +128,11 @@ func TestAuditVerifyCLI(t *testing.T) {
 			var err error
 			switch i % 3 {
 			case 0:
-				_, err = b.svc.Decide(b.ctx, b.bob, capability.PathCLI, id, capability.IfMatch{}, approvals.DecisionApprove, "ok")
+				_, err = b.svc.Decide(b.ctx, b.bob, capability.PathCLI, id, etag.IfMatch{}, approvals.DecisionApprove, "ok")
 			case 1:
-				_, err = b.svc.Decide(b.ctx, b.carol, capability.PathCLI, id, capability.IfMatch{}, approvals.DecisionDeny, "not ok")
+				_, err = b.svc.Decide(b.ctx, b.carol, capability.PathCLI, id, etag.IfMatch{}, approvals.DecisionDeny, "not ok")
 			default:
-				_, err = b.svc.Cancel(b.ctx, b.clerk, capability.PathCLI, id, capability.IfMatch{})
+				_, err = b.svc.Cancel(b.ctx, b.clerk, capability.PathCLI, id, etag.IfMatch{})
 			}
 			require.NoError(t, err)
 		}()

@@ -13,6 +13,7 @@ import (
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/store"
@@ -171,7 +172,7 @@ func cmdPolicySet(ctx context.Context, e env, args []string, stdout, stderr io.W
 		}
 	})
 	return policyChange(ctx, e, *as, stdout, func(svc *approvals.Service, p identity.Principal) (*approvals.RuleSet, error) {
-		return svc.PolicySet(ctx, p, capability.PathCLI, in, capability.IfMatch{})
+		return svc.PolicySet(ctx, p, capability.PathCLI, in, etag.IfMatch{})
 	})
 }
 
@@ -185,6 +186,6 @@ func cmdPolicyDelete(ctx context.Context, e env, args []string, stdout, stderr i
 		return err
 	}
 	return policyChange(ctx, e, *as, stdout, func(svc *approvals.Service, p identity.Principal) (*approvals.RuleSet, error) {
-		return svc.PolicyDelete(ctx, p, capability.PathCLI, id, capability.IfMatch{})
+		return svc.PolicyDelete(ctx, p, capability.PathCLI, id, etag.IfMatch{})
 	})
 }

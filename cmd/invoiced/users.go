@@ -13,6 +13,7 @@ import (
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
@@ -214,7 +215,7 @@ func cmdUsersChange(ctx context.Context, e env, verb string, args []string, stdo
 		if err != nil {
 			return err
 		}
-		up, err := svc.Update(ctx, opsActor(e), u.ID, capability.IfMatch{}, p)
+		up, err := svc.Update(ctx, opsActor(e), u.ID, etag.IfMatch{}, p)
 		if err != nil {
 			return err
 		}

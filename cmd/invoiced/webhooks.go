@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/page"
@@ -211,13 +212,13 @@ func cmdWebhooksAct(ctx context.Context, e env, action string, args []string, st
 	defer pool.Close()
 	switch action {
 	case "disable", "enable":
-		ep, err := svc.SetEnabled(ctx, p, capability.PathCLI, id, capability.IfMatch{}, action == "enable")
+		ep, err := svc.SetEnabled(ctx, p, capability.PathCLI, id, etag.IfMatch{}, action == "enable")
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "webhook endpoint %s is %sd\n", ep.ID, action)
 	case "rotate-secret":
-		ep, err := svc.RotateSecret(ctx, p, capability.PathCLI, id, capability.IfMatch{})
+		ep, err := svc.RotateSecret(ctx, p, capability.PathCLI, id, etag.IfMatch{})
 		if err != nil {
 			return err
 		}

@@ -1,11 +1,11 @@
-package capability_test
+package etag_test
 
 import (
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/stretchr/testify/require"
 )
@@ -40,9 +40,9 @@ func TestIfMatchFollowsRFC9110(t *testing.T) {
 		{`"a,b"`, false}, // a comma inside the quotes is part of the tag
 		{`"` + strings.Repeat("9", 4000) + `"`, false},
 	} {
-		m, err := capability.ParseIfMatch(tc.header)
+		m, err := etag.ParseIfMatch(tc.header)
 		require.NoError(t, err, "%q", tc.header)
-		err = capability.CheckIfMatch(m, 3)
+		err = etag.CheckIfMatch(m, 3)
 		if tc.match {
 			require.NoError(t, err, "%q", tc.header)
 			continue
@@ -50,7 +50,7 @@ func TestIfMatchFollowsRFC9110(t *testing.T) {
 		p, ok := problem.As(err)
 		require.True(t, ok, "%q: %v", tc.header, err)
 		require.Equal(t, http.StatusPreconditionFailed, p.Status, "%q", tc.header)
-		require.Equal(t, capability.CodeVersionMismatch, p.Code, "%q", tc.header)
+		require.Equal(t, etag.CodeVersionMismatch, p.Code, "%q", tc.header)
 		require.EqualValues(t, 3, p.Extra["current_version"], "%q", tc.header)
 	}
 }
@@ -76,11 +76,11 @@ func TestIfMatchMalformedIs400(t *testing.T) {
 		`W/ "3"`,         // space after W/
 		`"` + "\"" + `"`, // a quote inside
 	} {
-		_, err := capability.ParseIfMatch(h)
+		_, err := etag.ParseIfMatch(h)
 		p, ok := problem.As(err)
 		require.True(t, ok, "%q: %v", h, err)
 		require.Equal(t, http.StatusBadRequest, p.Status, "%q", h)
-		require.Equal(t, capability.CodeIfMatchInvalid, p.Code, "%q", h)
+		require.Equal(t, etag.CodeIfMatchInvalid, p.Code, "%q", h)
 		require.Contains(t, p.Detail, "If-Match", "%q", h)
 		require.Contains(t, p.Detail, "quotes included", "%q", h)
 	}
@@ -90,16 +90,33 @@ func TestIfMatchMalformedIs400(t *testing.T) {
 // to send instead; a stale one says to fetch the resource again.
 func TestIfMatchRefusalSaysWhatToDo(t *testing.T) {
 	t.Parallel()
-	m, err := capability.ParseIfMatch(`W/"3"`)
+	m, err := etag.ParseIfMatch(`W/"3"`)
 	require.NoError(t, err)
-	p, _ := problem.As(capability.CheckIfMatch(m, 3))
+	p, _ := problem.As(etag.CheckIfMatch(m, 3))
 	require.Contains(t, p.Detail, `W/"3" never matches`)
 	require.Contains(t, p.Detail, `send "3"`)
-	p, _ = problem.As(capability.CheckIfMatch(m, 4))
+	p, _ = problem.As(etag.CheckIfMatch(m, 4))
 	require.Contains(t, p.Detail, "at version 4; fetch it again")
 
-	require.NoError(t, capability.CheckIfMatch(capability.IfMatch{}, 7), "no precondition")
-	require.NoError(t, capability.CheckIfMatch(capability.MatchVersion(0), 7), "0 is none")
-	require.NoError(t, capability.CheckIfMatch(capability.MatchVersion(7), 7))
-	require.Error(t, capability.CheckIfMatch(capability.MatchVersion(6), 7))
+	require.NoError(t, etag.CheckIfMatch(etag.IfMatch{}, 7), "no precondition")
+	require.NoError(t, etag.CheckIfMatch(etag.MatchVersion(0), 7), "0 is none")
+	require.NoError(t, etag.CheckIfMatch(etag.MatchVersion(7), 7))
+	require.Error(t, etag.CheckIfMatch(etag.MatchVersion(6), 7))
+}
+
+// A header sent as several field lines is one list (RFC 9110 §5.3).
+func TestReadIfMatchJoinsFieldLines(t *testing.T) {
+	t.Parallel()
+	h := http.Header{}
+	h.Add("If-Match", `"1"`)
+	h.Add("If-Match", `"3"`)
+	m, err := etag.ReadIfMatch(h)
+	require.NoError(t, err)
+	require.NoError(t, etag.CheckIfMatch(m, 3), "the second line names the version")
+
+	h = http.Header{}
+	h.Add("If-Match", `*`)
+	h.Add("If-Match", `"3"`)
+	_, err = etag.ReadIfMatch(h)
+	require.True(t, problem.HasCode(err, etag.CodeIfMatchInvalid), "* beside a tag is a list holding *: %v", err)
 }

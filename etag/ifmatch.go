@@ -1,4 +1,4 @@
-package capability
+package etag
 
 import (
 	"fmt"
@@ -11,27 +11,18 @@ import (
 )
 
 // CodeVersionMismatch is the 412 problem code of an If-Match that names no
-// current version (shared with the feature packages that check it).
+// current version.
 const CodeVersionMismatch = "VERSION_MISMATCH"
 
 // CodeIfMatchInvalid is the 400 problem code of an If-Match header that is
 // neither "*" nor a list of entity tags.
 const CodeIfMatchInvalid = "IF_MATCH_INVALID"
 
-// Versioned is an output that carries an optimistic-concurrency version;
-// the HTTP layer sends it as the ETag.
-type Versioned interface {
-	ResourceVersion() int64
-}
-
-// ETag renders version as a strong entity tag.
-func ETag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
-
 // IfMatch is a request's If-Match precondition (RFC 9110 §13.1.1) on a
-// resource whose ETag is its version. The zero value is none: the header
-// absent, or "*", which any current representation matches (a resource
-// that does not exist is the 404 answered before preconditions are
-// checked).
+// resource whose ETag is its version (FromVersion). The zero value is
+// none: the header absent, or "*", which any current representation
+// matches (a resource that does not exist is the 404 answered before
+// preconditions are checked).
 type IfMatch struct {
 	// listed: the header listed entity tags, and only versions match.
 	listed bool
@@ -52,68 +43,40 @@ func MatchVersion(v int64) IfMatch {
 	return IfMatch{listed: true, versions: []int64{v}}
 }
 
-// ParseIfMatch reads an If-Match header: "*" or a comma-separated list of
-// entity tags (`"3"`, `W/"3"`), as RFC 9110 §8.8.3 spells them. Anything
-// else, such as a bare 3 or "*" inside a list, is 400 IF_MATCH_INVALID:
-// the client meant something the server cannot read.
+// ReadIfMatch reads a request's If-Match header, all its field lines as
+// one list (RFC 9110 §5.3): reading the first line only would refuse a
+// tag another line names.
+func ReadIfMatch(h http.Header) (IfMatch, error) {
+	return ParseIfMatch(fieldLines(h, "If-Match"))
+}
+
+// ParseIfMatch reads an If-Match header value: "*" or a comma-separated
+// list of entity tags (`"3"`, `W/"3"`), as RFC 9110 §8.8.3 spells them.
+// Anything else, such as a bare 3 or "*" inside a list, is 400
+// IF_MATCH_INVALID: the client meant something the server cannot read.
 func ParseIfMatch(h string) (IfMatch, error) {
-	h = strings.Trim(h, " \t")
-	if h == "" || h == "*" {
+	if h = strings.Trim(h, " \t"); h == "" {
 		return IfMatch{}, nil
 	}
-	m, tags := IfMatch{listed: true}, 0
-	for rest := h; ; {
-		// Empty list elements are allowed (RFC 9110 §5.6.1.2).
-		rest = strings.TrimLeft(rest, " \t,")
-		if rest == "" {
-			break
-		}
-		weak := strings.HasPrefix(rest, "W/")
-		if weak {
-			rest = rest[2:]
-		}
-		end := opaqueTagEnd(rest)
-		if end < 0 {
-			return IfMatch{}, invalidIfMatch(h)
-		}
-		opaque := rest[1 : end-1]
-		rest = strings.TrimLeft(rest[end:], " \t")
-		if rest != "" && rest[0] != ',' {
-			return IfMatch{}, invalidIfMatch(h)
-		}
-		tags++
-		if weak {
-			m.weak = append(m.weak, opaque)
+	tags, star, ok := parseList(h)
+	switch {
+	case !ok:
+		return IfMatch{}, invalidIfMatch(h)
+	case star:
+		return IfMatch{}, nil
+	}
+	m := IfMatch{listed: true}
+	for _, t := range tags {
+		if t.weak {
+			m.weak = append(m.weak, t.opaque)
 			continue
 		}
 		// Strong comparison is byte for byte: "03" is not the "3" sent.
-		if v, err := strconv.ParseInt(opaque, 10, 64); err == nil && v > 0 && strconv.FormatInt(v, 10) == opaque {
+		if v, err := strconv.ParseInt(t.opaque, 10, 64); err == nil && v > 0 && strconv.FormatInt(v, 10) == t.opaque {
 			m.versions = append(m.versions, v)
 		}
 	}
-	if tags == 0 {
-		return IfMatch{}, invalidIfMatch(h) // commas only
-	}
 	return m, nil
-}
-
-// opaqueTagEnd returns the length of the quoted opaque-tag s starts with
-// (RFC 9110 §8.8.3: DQUOTE *etagc DQUOTE, etagc being %x21 / %x23-7E /
-// obs-text), or -1 when s does not start with one.
-func opaqueTagEnd(s string) int {
-	if !strings.HasPrefix(s, `"`) {
-		return -1
-	}
-	for i := 1; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"':
-			return i + 1
-		case c == 0x21 || (c >= 0x23 && c <= 0x7e) || c >= 0x80:
-		default:
-			return -1
-		}
-	}
-	return -1
 }
 
 func invalidIfMatch(h string) error {
@@ -136,7 +99,7 @@ func CheckIfMatch(m IfMatch, current int64) error {
 	if slices.Contains(m.weak, strconv.FormatInt(current, 10)) {
 		// A proxy that compresses responses may have weakened the ETag.
 		detail = fmt.Sprintf("If-Match compares entity tags strongly (RFC 9110 §13.1.1), so W/%[1]s never matches: "+
-			"send %[1]s, the ETag without W/", ETag(current))
+			"send %[1]s, the ETag without W/", FromVersion(current))
 	}
 	return problem.New(http.StatusPreconditionFailed, CodeVersionMismatch, detail).With("current_version", current)
 }
