@@ -29,7 +29,7 @@ func (a *App) Routes(e *echo.Echo) {
 	// authenticates a bearer token in the statement that opens its turn.
 	e.Use(onlyUnder("/v1/", identity.Authenticate(a.pool, a.web.SessionLookup, steploop.DefersBearer)))
 	// After authentication: keys are scoped per principal.
-	e.Use(onlyUnder("/v1/", idempotency.Middleware(a.pool)))
+	e.Use(onlyUnder("/v1/", idempotency.Middleware(a.pool, "/v1/chat")))
 	e.Use(headTakesGetsRoute(e))
 
 	get(e, "/openapi.json", openapi.Handler)

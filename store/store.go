@@ -204,6 +204,17 @@ func runTx(ctx context.Context, db Executor, fn func(ctx context.Context, tx pgx
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
+	// A savepoint inside a caller's transaction is not the effect's
+	// transaction: the outermost one is.
+	hook, _ := ctx.Value(txHookKey{}).(TxHook)
+	if _, nested := db.(pgx.Tx); nested {
+		hook = nil
+	}
+	if hook != nil {
+		if err = hook.Begin(ctx, tx); err != nil {
+			return err
+		}
+	}
 	if err = fn(ctx, tx); err != nil {
 		var ca *commitAnd
 		if !errors.As(err, &ca) {
@@ -214,10 +225,34 @@ func runTx(ctx context.Context, db Executor, fn func(ctx context.Context, tx pgx
 		}
 		return ca.err
 	}
+	if hook != nil {
+		hook.Hold(tx)
+		return nil
+	}
 	if err = tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// A TxHook finishes a request in the transaction of its effect: the
+// Idempotency-Key's claim and stored response commit with the effect or
+// not at all (ADR-0020). WithTx calls the hook of its ctx (WithTxHook) on
+// each attempt of a transaction it begins on a pool: Begin first (an
+// error rolls the attempt back and is WithTx's answer), and Hold instead
+// of Commit: WithTx then returns nil and the hook commits or rolls back tx
+// itself, once the response is known. A CommitAnd refusal commits as
+// usual: a refusal is not the effect.
+type TxHook interface {
+	Begin(ctx context.Context, tx pgx.Tx) error
+	Hold(tx pgx.Tx)
+}
+
+type txHookKey struct{}
+
+// WithTxHook returns ctx carrying h for the transactions WithTx begins.
+func WithTxHook(ctx context.Context, h TxHook) context.Context {
+	return context.WithValue(ctx, txHookKey{}, h)
 }
 
 func retryable(err error) bool {
