@@ -28,8 +28,10 @@ func (a *App) Routes(e *echo.Echo) {
 	// with the wrong method when a group has middleware. The chat
 	// authenticates a bearer token in the statement that opens its turn.
 	e.Use(onlyUnder("/v1/", identity.Authenticate(a.pool, a.web.SessionLookup, steploop.DefersBearer)))
-	// After authentication: keys are scoped per principal.
-	e.Use(onlyUnder("/v1/", idempotency.Middleware(a.pool, "/v1/chat")))
+	// After authentication: keys are scoped per principal. The chat's
+	// turn and its stop run outside one transaction (ADR-0020): a turn
+	// streams, and a stop waits for the run it stops to end.
+	e.Use(onlyUnder("/v1/", idempotency.Middleware(a.pool, "/v1/chat", "/v1/chat/:id/stop")))
 	e.Use(headTakesGetsRoute(e))
 
 	get(e, "/openapi.json", openapi.Handler)

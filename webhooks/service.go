@@ -291,35 +291,37 @@ func (s *Service) Redeliver(ctx context.Context, p identity.Principal, via capab
 	if err := requireAdmin(p); err != nil {
 		return nil, err
 	}
-	err := store.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Delivery, error) {
 		if err := adminLockTx(ctx, tx, p); err != nil {
-			return err
+			return nil, err
 		}
 		d, err := DeliveryGet(ctx, tx, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		e, err := endpointLockTx(ctx, tx, d.EndpointID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !e.Enabled {
-			return problem.Conflict(problem.CodeConflict, fmt.Sprintf("webhook endpoint %s is disabled (%s); enable it first", e.ID, e.DisabledReason))
+			return nil, problem.Conflict(problem.CodeConflict, fmt.Sprintf("webhook endpoint %s is disabled (%s); enable it first", e.ID, e.DisabledReason))
 		}
 		if err := deliveryResetTx(ctx, tx, id, s.cfg.now()); err != nil {
-			return err
+			return nil, err
 		}
 		if err := s.jobs.InsertTx(ctx, tx, deliverArgs{DeliveryID: id}, redeliverOpts()); err != nil {
-			return err
+			return nil, err
 		}
-		return s.audit(ctx, tx, p, via, "webhook_delivery.redelivered", e, map[string]any{
+		if err := s.audit(ctx, tx, p, via, "webhook_delivery.redelivered", e, map[string]any{
 			"delivery_id": id.String(), "event_id": d.EventID.String(), "event_type": string(d.EventType),
-		})
+		}); err != nil {
+			return nil, err
+		}
+		// In the transaction: a request's effect commits after its answer
+		// is written (ADR-0020), so a read beside it would show the
+		// delivery as it was.
+		return DeliveryGet(ctx, tx, id)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return DeliveryGet(ctx, s.db, id)
 }
 
 // redeliverOpts are a redelivery job's options: one job while one is
