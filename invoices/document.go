@@ -270,7 +270,8 @@ func runRead[T any](h *Handler, c echo.Context, name, key string, id uuid.UUID) 
 
 // WritePDF renders d and answers with it, shown inline and named by its
 // number (or draft-<id>). The ETag is a hash of the bytes, which are the
-// same for the same document, so a client holding them gets a 304.
+// same for the same document, so a client holding them gets a 304 (the
+// server's If-None-Match middleware).
 func WritePDF(c echo.Context, d *document.Document) error {
 	pdf, err := document.Render(d)
 	if err != nil {
@@ -281,20 +282,5 @@ func WritePDF(c echo.Context, d *document.Document) error {
 	hd := c.Response().Header()
 	hd.Set("ETag", etag)
 	hd.Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": d.FileName()}))
-	if noneMatch(c.Request().Header.Get("If-None-Match"), etag) {
-		return c.NoContent(http.StatusNotModified)
-	}
 	return c.Blob(http.StatusOK, "application/pdf", pdf)
-}
-
-// noneMatch reports whether an If-None-Match header names etag (weakly
-// compared, as RFC 9110 §13.1.2 asks) or is "*".
-func noneMatch(header, etag string) bool {
-	for tag := range strings.SplitSeq(header, ",") {
-		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
-		if tag == "*" || tag == etag {
-			return true
-		}
-	}
-	return false
 }

@@ -1,7 +1,8 @@
 // Package server builds the Echo instance every route runs in: the error
 // handler that writes RFC 9457 problems, request ids, JSON access logs,
-// panic recovery, the body limit, health and readiness, and the HTTP server
-// with its timeouts. It knows no feature package; cmd/invoiced mounts routes.
+// panic recovery, the body limit, 304 to a matching If-None-Match, health
+// and readiness, and the HTTP server with its timeouts. It knows no
+// feature package; cmd/invoiced mounts routes.
 package server
 
 import (
@@ -76,6 +77,7 @@ func New(cfg Config, log *slog.Logger, ready func(context.Context) error) *echo.
 	if cfg.BodyLimit != "" {
 		e.Use(bodyLimit(cfg.BodyLimit))
 	}
+	e.Use(notModified)
 
 	// HEAD as GET without the body (RFC 9110 §9.3.2), as every GET route.
 	getHead := []string{http.MethodGet, http.MethodHead}

@@ -82,7 +82,7 @@ func TestMismatchesAreFoundAndNamed(t *testing.T) {
 		},
 		"an undeclared status": {
 			x:    exchange{method: "GET", path: get, status: 409, header: problem, answer: strings.Replace(notFound, "NOT_FOUND", "CONFLICT", 1)},
-			want: []string{`GET /v1/invoices/{id} answered 409 CONFLICT, not declared for get-invoice (declared: 200, 401, 404, 503)`, `add responses."409" (problem code CONFLICT)`},
+			want: []string{`GET /v1/invoices/{id} answered 409 CONFLICT, not declared for get-invoice (declared: 200, 304, 401, 404, 503)`, `add responses."409" (problem code CONFLICT)`},
 		},
 		"an undeclared header": {
 			x:    exchange{method: "GET", path: get, status: 200, header: map[string]string{"Content-Type": "application/json", "X-Request-Id": "r1", "ETag": `"1"`, "Location": "/x"}, answer: invoice},
