@@ -15,26 +15,26 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The README's workaround for a client that cannot send an Authorization
-// header holds: mcp-remote at the version the README pins, with the
-// README's --header argument, bridges a stdio client to /mcp as the
+// docs/mcp.md's workaround for a client that cannot send an Authorization
+// header holds: mcp-remote at the version the doc pins, with the
+// doc's --header argument, bridges a stdio client to /mcp as the
 // token's user.
-func TestREADMEBridgeForClientsWithoutHeaders(t *testing.T) {
+func TestDocumentedBridgeForClientsWithoutHeaders(t *testing.T) {
 	t.Parallel()
 	node, dir := e2eNode(t)
-	readme, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile("../docs/mcp.md")
 	require.NoError(t, err)
 	var pkg struct{ Dependencies map[string]string }
 	raw, err := os.ReadFile(dir + "/package.json")
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(raw, &pkg))
-	pinned := regexp.MustCompile(`"mcp-remote@([^"]+)"`).FindAllSubmatch(readme, -1)
-	require.NotEmpty(t, pinned, "README.md runs mcp-remote at a pinned version")
+	pinned := regexp.MustCompile(`"mcp-remote@([^"]+)"`).FindAllSubmatch(doc, -1)
+	require.NotEmpty(t, pinned, "docs/mcp.md runs mcp-remote at a pinned version")
 	for _, m := range pinned {
-		require.Equal(t, pkg.Dependencies["mcp-remote"], string(m[1]), "README.md pins the mcp-remote this test runs")
+		require.Equal(t, pkg.Dependencies["mcp-remote"], string(m[1]), "docs/mcp.md pins the mcp-remote this test runs")
 	}
-	header := regexp.MustCompile(`"--header", "([^"]+)"`).FindSubmatch(readme)
-	require.NotNil(t, header, "README.md passes the token to mcp-remote with --header")
+	header := regexp.MustCompile(`"--header", "([^"]+)"`).FindSubmatch(doc)
+	require.NotNil(t, header, "docs/mcp.md passes the token to mcp-remote with --header")
 	require.Equal(t, "Authorization:${AUTH_HEADER}", string(header[1]))
 
 	b := setup(t, app.Config{})

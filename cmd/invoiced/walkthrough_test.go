@@ -22,23 +22,49 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// walkthroughMarker comes on the line before each README block the
-// walkthrough runs.
+// walkthroughMarker comes on the line before each block the walkthrough
+// runs.
 const walkthroughMarker = "<!-- walkthrough"
 
-// readmeWalkthrough returns the ```sh blocks of README.md that follow a
-// walkthrough marker, in order.
-func readmeWalkthrough(t *testing.T) []string {
+// walkthrough returns the ```sh blocks that follow a walkthrough marker,
+// in reading order: the README's, then those of each Markdown file the
+// README links to, in the order it first links them. So the walkthrough
+// may go on in docs/ and the test follows it there.
+func walkthrough(t *testing.T) (blocks []string, files []string) {
 	t.Helper()
-	raw, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
 	require.NoError(t, err)
+	files = []string{"README.md"}
+	for _, l := range relativeLinks(readme) {
+		f := filepath.Clean(l.target)
+		if strings.HasSuffix(f, ".md") && !slices.Contains(files, f) {
+			files = append(files, f)
+		}
+	}
+	var marked []string
+	for _, f := range files {
+		raw, err := os.ReadFile(filepath.Join(repoRoot, f))
+		require.NoError(t, err)
+		bs := markedBlocks(t, f, raw)
+		if len(bs) > 0 {
+			marked = append(marked, f)
+		}
+		blocks = append(blocks, bs...)
+	}
+	return blocks, marked
+}
+
+// markedBlocks returns the ```sh blocks of one file that follow a
+// walkthrough marker, in order.
+func markedBlocks(t *testing.T, name string, raw []byte) []string {
+	t.Helper()
 	var blocks []string
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	for sc.Scan() {
 		if !strings.HasPrefix(sc.Text(), walkthroughMarker) {
 			continue
 		}
-		require.True(t, sc.Scan() && sc.Text() == "```sh", "README.md: a walkthrough marker must come right before a ```sh block")
+		require.True(t, sc.Scan() && sc.Text() == "```sh", "%s: a walkthrough marker must come right before a ```sh block", name)
 		var b strings.Builder
 		for sc.Scan() && sc.Text() != "```" {
 			b.WriteString(sc.Text() + "\n")
@@ -57,8 +83,9 @@ const tokenPlaceholder = "export TOKEN=inv_…"
 // reads standard input.
 const walkthroughPassword = "a walkthrough password"
 
-// TestReadmeWalkthroughIssuesAnInvoice pastes the README's walkthrough
-// into bash as a newcomer would, on a fresh `make run`, from the directory
+// TestReadmeWalkthroughIssuesAnInvoice pastes the walkthrough (the
+// README's quick start and docs/walkthrough.md) into bash as a newcomer
+// would, on a fresh `make run`, from the directory
 // whose bin/invoiced make built: the admin's first request from a second
 // terminal, its setup and its first invoice, from customer to issued,
 // then a partial payment, a credit note approved by another person, the
@@ -71,9 +98,11 @@ func TestReadmeWalkthroughIssuesAnInvoice(t *testing.T) {
 	t.Parallel()
 	debtest.Command(t, "curl", "curl")
 	debtest.Command(t, "jq", "jq")
-	blocks := readmeWalkthrough(t)
-	require.GreaterOrEqual(t, len(blocks), 7, "README.md marks the second terminal, its setup, its first invoice, what follows issue, "+
-		"user administration (CLI and HTTP) and the approval policy over HTTP as the walkthrough")
+	blocks, files := walkthrough(t)
+	require.Equal(t, []string{"README.md", filepath.Join("docs", "walkthrough.md")}, files,
+		"the README starts the walkthrough and docs/walkthrough.md, which it links, goes on")
+	require.GreaterOrEqual(t, len(blocks), 7, "the walkthrough marks the second terminal, its setup, its first invoice, what follows issue, "+
+		"user administration (CLI and HTTP) and the approval policy over HTTP")
 
 	mr := makeRun(t)
 	script := strings.Join(blocks, "")
@@ -100,7 +129,7 @@ func TestReadmeWalkthroughIssuesAnInvoice(t *testing.T) {
 	out := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	require.Equal(t, `{"username":"admin","role":"admin"}`, out[0], "the second terminal's request, with make run's token")
 	require.Contains(t, stdout.String(), "created user alice with role clerk")
-	// What the README's comments say the commands print, from the issue on.
+	// What the walkthrough's comments say the commands print, from the issue on.
 	issued := slices.IndexFunc(out, func(l string) bool { return strings.HasPrefix(l, `{"number":"INV-`) })
 	require.Positive(t, issued, stdout.String())
 	require.Equal(t, "approved", out[issued-1])
@@ -114,7 +143,7 @@ func TestReadmeWalkthroughIssuesAnInvoice(t *testing.T) {
 	require.Regexp(t, `^INV-\d{4}-000001\.pdf$`, inv)
 
 	// User administration and the policy print, in this order, what the
-	// README's comments say (other lines, such as tables, in between).
+	// walkthrough's comments say (other lines, such as tables, in between).
 	rest := out[issued+6:]
 	for _, want := range []string{
 		`^created user dora with role clerk; their API token \(shown once\):$`,
@@ -136,7 +165,7 @@ func TestReadmeWalkthroughIssuesAnInvoice(t *testing.T) {
 	}
 	require.Empty(t, rest, "the walkthrough ends with the policy's last answer")
 
-	// The PDFs it saved read back as the README says.
+	// The PDFs it saved read back as the walkthrough says.
 	pdf, err := os.ReadFile(filepath.Join(mr.dir, cn))
 	require.NoError(t, err)
 	documenttest.RequireLines(t, documenttest.Text(t, pdf), "Example Seller Credit note", "Number "+strings.TrimSuffix(cn, ".pdf"),
