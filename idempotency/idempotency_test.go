@@ -8,10 +8,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/idempotency"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -143,6 +145,7 @@ func TestAbandonedKeyIsReclaimed(t *testing.T) {
 	r = b.h.Do(t, http.MethodPost, "/v1/customers", b.alice, b.customerBody, "Idempotency-Key", "busy2")
 	require.Equal(t, http.StatusConflict, r.StatusCode, "%s", r.Body)
 	require.Equal(t, idempotency.CodeKeyInUse, r.Problem(t)["code"])
+	require.Equal(t, "1", r.Header.Get("Retry-After"), "the key is held by a running request: retry shortly")
 	require.Equal(t, 1, b.customers(t))
 }
 
@@ -185,49 +188,58 @@ func TestEmptyKey(t *testing.T) {
 	require.Zero(t, b.customers(t))
 }
 
-// TestConcurrentSameKey: many concurrent requests with one key make one
-// effect; every other answer is a replay of it or 409 IDEMPOTENCY_KEY_IN_USE.
+// TestConcurrentSameKey: 64 concurrent requests with one key make one
+// effect, and every other answer is a replay of its response, byte for
+// byte: a duplicate waits for the first to commit (on the key's index
+// entry, or on the invoice's row lock the payment takes) and then replays.
 func TestConcurrentSameKey(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	const n = 16
-	var (
-		wg        sync.WaitGroup
-		mu        sync.Mutex
-		created   []string
-		inUse     int
-		replayed  int
-		unexpectd []string
-	)
-	start := make(chan struct{})
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			r := b.h.Do(t, http.MethodPost, "/v1/customers", b.alice, b.customerBody, "Idempotency-Key", "race")
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case r.StatusCode == http.StatusCreated:
-				created = append(created, id(t, r))
-				if r.Header.Get(idempotency.HeaderReplayed) == "true" {
-					replayed++
-				}
-			case r.StatusCode == http.StatusConflict && r.Problem(t)["code"] == idempotency.CodeKeyInUse:
-				inUse++
-			default:
-				unexpectd = append(unexpectd, string(r.Body))
+	inv := invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{})
+	for _, tc := range []struct {
+		name, path string
+		body       map[string]any
+		status     int
+		effects    func() int
+	}{
+		{"create a customer", "/v1/customers", b.customerBody, http.StatusCreated, func() int { return b.customers(t) }},
+		{"record a payment", "/v1/invoices/" + inv.ID.String() + "/payments",
+			map[string]any{"amount": 1000, "currency": "EUR", "method": "bank_transfer", "received_on": time.Now().UTC().Format(time.DateOnly)}, http.StatusCreated,
+			func() int { return b.count(t, `SELECT count(*) FROM payments WHERE invoice_id = $1`, inv.ID) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 64
+			before := tc.effects()
+			answers := make([]*apptest.Response, n)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					answers[i] = b.h.Do(t, http.MethodPost, tc.path, b.alice, tc.body, "Idempotency-Key", "race "+tc.name)
+				}()
 			}
-		}()
+			close(start)
+			wg.Wait()
+			original := 0
+			for _, r := range answers {
+				require.Equal(t, tc.status, r.StatusCode, "%s", r.Body)
+				require.Equal(t, answers[0].Body, r.Body, "every answer is the one response")
+				if r.Header.Get(idempotency.HeaderReplayed) != "true" {
+					original++
+				}
+			}
+			require.Equal(t, 1, original, "exactly one response is the original")
+			require.Equal(t, before+1, tc.effects(), "one effect")
+		})
 	}
-	close(start)
-	wg.Wait()
-	require.Empty(t, unexpectd)
-	require.Equal(t, n, len(created)+inUse)
-	require.Equal(t, len(created)-1, replayed, "exactly one response is the original")
-	for _, c := range created {
-		require.Equal(t, created[0], c)
-	}
-	require.Equal(t, 1, b.customers(t))
+}
+
+func (b bundle) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.h.Pool.QueryRow(b.ctx, sql, args...).Scan(&n))
+	return n
 }
