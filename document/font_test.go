@@ -11,7 +11,7 @@ import (
 
 // The embedded fonts draw Latin (with the letters of Central European and
 // Nordic names), Greek and Cyrillic, and the signs a document uses; other
-// scripts have no glyph and draw as boxes, as the README says. pdftotext
+// scripts have no glyph and draw as boxes, as docs/documents.md says. pdftotext
 // would still "find" those (the text layer maps them), so coverage is
 // checked in the fonts themselves.
 func TestEmbeddedFontsCoverLatinGreekCyrillicOnly(t *testing.T) {
@@ -31,7 +31,7 @@ func TestEmbeddedFontsCoverLatinGreekCyrillicOnly(t *testing.T) {
 		for _, r := range missing {
 			g, err := f.GlyphIndex(&buf, r)
 			require.NoError(t, err)
-			require.Zero(t, g, "%s has %q: the README's list of what shows as boxes is out of date", name, r)
+			require.Zero(t, g, "%s has %q: docs/documents.md's list of what shows as boxes is out of date", name, r)
 		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// README: "All settings come from the environment; `invoiced serve` refuses
+// docs/operating.md: "All settings come from the environment; `invoiced serve` refuses
 // a bad value at start, naming the variable." The database URL points
 // nowhere, so only a refusal of the setting itself can name it.
 func TestServeRefusesBadBooleanAndLogLevelSettings(t *testing.T) {
