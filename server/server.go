@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -121,11 +122,13 @@ func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 	})
 }
 
-// Serve runs e until ctx is cancelled, then shuts down gracefully, giving
-// in-flight requests up to grace to finish.
-func Serve(ctx context.Context, e *echo.Echo, addr string, grace time.Duration) error {
+// Serve runs e on l until ctx is cancelled, then shuts down gracefully,
+// giving in-flight requests up to grace to finish. The caller opens l, so
+// that an address it cannot have is refused before anything else starts.
+func Serve(ctx context.Context, e *echo.Echo, l net.Listener, grace time.Duration) error {
+	e.Listener = l
 	errc := make(chan error, 1)
-	go func() { errc <- e.Start(addr) }()
+	go func() { errc <- e.Start(l.Addr().String()) }()
 	select {
 	case err := <-errc:
 		return err

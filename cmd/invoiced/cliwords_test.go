@@ -81,11 +81,11 @@ func TestRuntimeErrorsSayWhatToDo(t *testing.T) {
 
 	r = invoke(ctx, env{"DATABASE_URL": storetest.WithDatabase(storetest.ServerURL(t), "invoiced_not_there")}, "users", "list")
 	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, `database "invoiced_not_there" does not exist: create it`)
+	require.Contains(t, r.stderr, `has no database "invoiced_not_there": create it`)
 
 	r = invoke(ctx, env{"DATABASE_URL": "postgres://postgres@127.0.0.1:1/x?connect_timeout=2"}, "users", "list")
 	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "invoiced: cannot connect to the database (host=127.0.0.1 port=1 database=x user=postgres): connection refused; start PostgreSQL")
+	require.Contains(t, r.stderr, "invoiced: PostgreSQL at 127.0.0.1:1 is not reachable (connection refused): start it")
 	require.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %s", r.stderr)
 
 	// A standby (here a database set read-only) is not out of reach: it

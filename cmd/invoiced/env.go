@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/invoiced/invoiced/problem"
@@ -158,31 +160,24 @@ func exitCode(err error, stderr io.Writer) int {
 
 // errorSentence says what went wrong and, where the CLI knows, what to do:
 // a refused field names the field and the rule; a database without the
-// schema or out of reach names the command or setting that fixes it.
+// schema, out of reach, or refusing who connects names the server, the
+// cause and the command or setting that fixes it.
 func errorSentence(err error) string {
 	var (
-		pgErr   *pgconn.PgError
-		connErr *pgconn.ConnectError
+		pgErr    *pgconn.PgError
+		connErr  *pgconn.ConnectError
+		parseErr *pgconn.ParseConfigError
 	)
 	switch {
+	case errors.As(err, &parseErr):
+		return parseSentence(parseErr)
+	case errors.As(err, &connErr):
+		return connectSentence(connErr)
 	case errors.As(err, &pgErr) && pgErr.Code == "42P01": // undefined_table
 		return "the database DATABASE_URL names has no invoiced schema: run `invoiced migrate up`, " +
 			"or set DATABASE_URL to the database `make run` set up (unset, it is libpq's default)"
-	case errors.As(err, &pgErr) && pgErr.Code == "3D000": // invalid_catalog_name
-		return pgErr.Message + ": create it (`make run` does), or set DATABASE_URL to a database that exists"
 	case errors.As(err, &pgErr) && pgErr.Code == "25006": // read_only_sql_transaction
 		return "the database DATABASE_URL names takes no writes (a standby, or set read-only): set DATABASE_URL to the primary"
-	case errors.As(err, &connErr):
-		// store.Open's "connect to database (host=… user=…): …", whose
-		// last part is the cause.
-		msg := err.Error()
-		where, _, _ := strings.Cut(strings.TrimPrefix(msg, "connect to database "), ": ")
-		cause := msg
-		if i := strings.LastIndex(msg, ": "); i >= 0 {
-			cause = msg[i+len(": "):]
-		}
-		return fmt.Sprintf("cannot connect to the database %s: %s; start PostgreSQL, or set DATABASE_URL to one that is running",
-			where, cause)
 	case store.IsUnavailable(err):
 		return "the database went away during the command (" + err.Error() + "): run it again once PostgreSQL is back"
 	}
@@ -204,6 +199,57 @@ func errorSentence(err error) string {
 		msg += fmt.Sprintf("; %s %s", f.Field, f.Message)
 	}
 	return msg
+}
+
+// databaseURLForms is what DATABASE_URL may hold, for a sentence that
+// refuses it.
+const databaseURLForms = "a URL such as postgres://USER:PASSWORD@HOST:5432/DATABASE?sslmode=disable, " +
+	"or keyword=value pairs such as host=HOST port=5432 dbname=DATABASE user=USER"
+
+// parseSentence says why DATABASE_URL could not be read and what form it
+// takes. pgconn's own message quotes the string; the quote is left out, as
+// its redaction of a password is best effort.
+func parseSentence(err *pgconn.ParseConfigError) string {
+	why := err.Error()
+	if _, after, ok := strings.Cut(why, "`: "); ok {
+		why = after
+	}
+	return fmt.Sprintf("DATABASE_URL cannot be read (%s): write it as %s", why, databaseURLForms)
+}
+
+// connectSentence says, in one sentence, which server a connection went
+// to (host and port), why it failed, and what to do: a server out of
+// reach, a role or database it does not have, a password or a rule of
+// pg_hba.conf that refused the user.
+func connectSentence(err *pgconn.ConnectError) string {
+	c := err.Config
+	where := net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port)))
+	if strings.HasPrefix(c.Host, "/") {
+		where = fmt.Sprintf("%s/.s.PGSQL.%d", c.Host, c.Port) // a Unix socket
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "3D000": // invalid_catalog_name
+			return fmt.Sprintf("PostgreSQL at %s has no database %q: create it (`make run` does), or set DATABASE_URL to a database that exists",
+				where, c.Database)
+		case pgErr.Code == "28000" && strings.HasPrefix(pgErr.Message, "role "): // role "x" does not exist
+			return fmt.Sprintf("PostgreSQL at %s has no role %q: create it (createuser %s), or set DATABASE_URL's user to a role that exists",
+				where, c.User, c.User)
+		case pgErr.Code == "28P01": // invalid_password
+			return fmt.Sprintf("PostgreSQL at %s refused the password of %q: set the right one in DATABASE_URL", where, c.User)
+		case pgErr.Code == "53300": // too_many_connections
+			return fmt.Sprintf("PostgreSQL at %s has no connection to spare (%s): run again once others have ended, or raise its max_connections",
+				where, pgErr.Message)
+		}
+		return fmt.Sprintf("PostgreSQL at %s refused %q (%s, SQLSTATE %s): see its log, or set DATABASE_URL to a server that admits the user",
+			where, c.User, pgErr.Message, pgErr.Code)
+	}
+	why := cause(err) // of "… dial tcp 127.0.0.1:1: connect: connection refused"
+	if strings.HasSuffix(why, "no such host") {
+		return fmt.Sprintf("PostgreSQL at %s is not reachable (no such host): set DATABASE_URL's host to one that resolves", where)
+	}
+	return fmt.Sprintf("PostgreSQL at %s is not reachable (%s): start it, or set DATABASE_URL to a server that is running", where, why)
 }
 
 func newLogger(e env, w io.Writer) *slog.Logger {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -36,14 +38,39 @@ func cmdHealthcheck(ctx context.Context, e env, args []string, stdout, stderr io
 	if err != nil {
 		return err
 	}
+	url := req.URL.String()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("not ready: %w", err)
+		return fmt.Errorf("not ready: nothing answers %s (%s): is invoiced serve running there, on INVOICED_ADDR's port?", url, cause(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("not ready: /readyz answered %d", resp.StatusCode)
+		return fmt.Errorf("not ready: %s answered %d: %s", url, resp.StatusCode, readyzReason(resp))
 	}
 	fmt.Fprintln(stdout, "ready")
 	return nil
+}
+
+// readyzReason is why /readyz refused, as its problem's detail says
+// ("not ready: the database is read-only"), without the "not ready"
+// this command says itself; the status text when the body has none.
+func readyzReason(resp *http.Response) string {
+	var p struct {
+		Detail string `json:"detail"`
+	}
+	// A problem is well under 4 KiB; what else answers is cut there.
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<10)).Decode(&p); err != nil || p.Detail == "" {
+		return http.StatusText(resp.StatusCode)
+	}
+	return strings.TrimPrefix(p.Detail, "not ready: ")
+}
+
+// cause is the last part of a chain of wrapped errors' message: "connection
+// refused" of "Get …: dial tcp …: connect: connection refused".
+func cause(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		return msg[i+len(": "):]
+	}
+	return msg
 }

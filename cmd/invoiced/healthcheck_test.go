@@ -63,7 +63,11 @@ func TestReadyzIsUnavailableWhileTheDatabaseIsReadOnly(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { s, _ := readyz(); return s == http.StatusOK }, 30*time.Second, 50*time.Millisecond)
 
-	admin := storetest.PoolFor(t, dbURL)
+	// One connection, not a pool: the terminations below spare only the
+	// session that asks for them.
+	admin, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer admin.Close(ctx)
 	var name string
 	require.NoError(t, admin.QueryRow(ctx, `SELECT current_database()`).Scan(&name))
 	// A setting of the database applies to sessions that start after it:

@@ -23,13 +23,21 @@ import (
 )
 
 // childServe makes the test binary run `invoiced serve` instead of the
-// tests: a server the test can kill -9.
-const childServe = "INVOICED_TEST_CHILD_SERVE"
+// tests: a server the test can kill -9. childArgs makes it run the
+// command its value spells (words split on spaces), as on a terminal.
+const (
+	childServe = "INVOICED_TEST_CHILD_SERVE"
+	childArgs  = "INVOICED_TEST_CHILD_ARGS"
+)
 
 func TestMain(m *testing.M) {
+	args := strings.Fields(os.Getenv(childArgs))
 	if os.Getenv(childServe) == "1" {
+		args = []string{"serve"}
+	}
+	if len(args) > 0 {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := run(ctx, []string{"serve"}, envFromOS(), os.Stdin, os.Stdout, os.Stderr)
+		code := run(ctx, args, envFromOS(), os.Stdin, os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
 	}

@@ -30,7 +30,7 @@ const usage = `invoiced — an invoicing back office an LLM agent can operate sa
 
 Usage:
   invoiced serve [--migrate]                 run the HTTP API
-  invoiced migrate up|down|redo|status|version
+  invoiced migrate up|down|redo|status|version [--yes]
                                              manage the database schema
   invoiced users create --username NAME --role clerk|approver|admin [--email ADDRESS]
                                              create a user and print a token
@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string, env env, stdin io.Reader, stdout, s
 	case "serve":
 		err = cmdServe(ctx, env, args[1:], stdout, stderr)
 	case "migrate":
-		err = cmdMigrate(ctx, env, args[1:], stdout, stderr)
+		err = cmdMigrate(ctx, env, args[1:], stdin, stdout, stderr)
 	case "users":
 		err = cmdUsers(ctx, env, args[1:], stdin, stdout, stderr)
 	case "tokens":
@@ -80,7 +80,7 @@ func run(ctx context.Context, args []string, env env, stdin io.Reader, stdout, s
 	case "healthcheck":
 		err = cmdHealthcheck(ctx, env, args[1:], stdout, stderr)
 	case "version":
-		fmt.Fprintln(stdout, "invoiced", version)
+		err = cmdVersion(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 	default:
@@ -88,4 +88,16 @@ func run(ctx context.Context, args []string, env env, stdin io.Reader, stdout, s
 		return 2
 	}
 	return exitCode(err, stderr)
+}
+
+func cmdVersion(args []string, stdout, stderr io.Writer) error {
+	fs := flagSet("version", "Print the version of this binary (the git commit it was built from, or dev).", stderr)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError(fs, "%q is one word too many: version takes none", fs.Arg(0))
+	}
+	fmt.Fprintln(stdout, "invoiced", version)
+	return nil
 }

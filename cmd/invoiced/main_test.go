@@ -82,7 +82,7 @@ func TestMigrateUpStatusDownToZeroAndUpAgain(t *testing.T) {
 	require.Contains(t, r.stdout, fmt.Sprintf("river schema: version %d of %d", len(rivers), len(rivers)))
 
 	for i := range n {
-		r = invoke(ctx, e, "migrate", "down")
+		r = invoke(ctx, e, "migrate", "down", "--yes")
 		require.Equal(t, 0, r.code, "down #%d: %s", i+1, r.stderr)
 	}
 	r = invoke(ctx, e, "migrate", "version")
@@ -92,7 +92,7 @@ func TestMigrateUpStatusDownToZeroAndUpAgain(t *testing.T) {
 	r = invoke(ctx, e, "migrate", "up")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, tables, tableCount(t, e["DATABASE_URL"]))
-	r = invoke(ctx, e, "migrate", "redo")
+	r = invoke(ctx, e, "migrate", "redo", "--yes")
 	require.Equal(t, 0, r.code, r.stderr)
 	r = invoke(ctx, e, "migrate", "version")
 	require.Equal(t, fmt.Sprintf("%d\n", latestVersion(t)), r.stdout)
@@ -164,7 +164,7 @@ func TestUsersCreatePrintsTheTokenAloneOnTheLastLine(t *testing.T) {
 func TestHelpOnEverySubcommand(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, args := range [][]string{{"--help"}, {"serve", "--help"}, {"migrate", "--help"}, {"users", "create", "--help"}, {"tokens", "create", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"serve", "--help"}, {"migrate", "--help"}, {"users", "create", "--help"}, {"tokens", "create", "--help"}, {"version", "--help"}} {
 		r := invoke(ctx, env{}, args...)
 		require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
 		require.NotEmpty(t, r.stdout+r.stderr, "%v says what it does", args)
@@ -206,6 +206,8 @@ func TestServeWithMigrateBecomesReadyAndShutsDownGracefully(t *testing.T) {
 	case r := <-done:
 		require.Equal(t, 0, r.code, r.stderr)
 		require.Contains(t, r.stdout, `"msg":"stopped"`)
+		require.Equal(t, migrationCount(t), strings.Count(r.stdout, `"msg":"migration applied"`), "each migration applied is logged")
+		require.Contains(t, r.stdout, `"migration":"00001_identity.sql"`)
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop after its context was cancelled")
 	}

@@ -1,29 +1,46 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/pressly/goose/v3"
+	"golang.org/x/term"
 )
 
-func cmdMigrate(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
-	fs := flagSet("migrate up|down|redo|status|version",
+func cmdMigrate(ctx context.Context, e env, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flagSet("migrate up|down|redo|status|version [--yes]",
 		"Apply or inspect the embedded schema migrations of DATABASE_URL.\n"+
 			"  up       apply every pending migration\n"+
 			"  down     roll back the latest migration\n"+
 			"  redo     roll back the latest migration and apply it again\n"+
 			"  status   list migrations and whether each is applied\n"+
 			"  version  print the current schema version\n"+
+			"A rollback may drop tables and the rows in them: down and redo ask first on a\n"+
+			"terminal, and need --yes otherwise.\n"+
 			"A Postgres advisory lock makes concurrent runs wait for each other.", stderr)
+	yes := fs.Bool("yes", false, "roll back without asking (down, redo)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || !slices.Contains([]string{"up", "down", "redo", "status", "version"}, fs.Arg(0)) {
+	sub := fs.Arg(0)
+	if fs.NArg() < 1 || !slices.Contains([]string{"up", "down", "redo", "status", "version"}, sub) {
 		return usageError(fs, "name one of up, down, redo, status or version, for example: invoiced migrate up")
+	}
+	// Flags may follow the subcommand too: migrate down --yes.
+	if err := parse(fs, fs.Args()[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError(fs, "%q is one word too many: migrate takes one subcommand", fs.Arg(0))
 	}
 	db, err := migrations.Open(e.get("DATABASE_URL", ""))
 	if err != nil {
@@ -34,7 +51,12 @@ func cmdMigrate(ctx context.Context, e env, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	switch fs.Arg(0) {
+	if (sub == "down" || sub == "redo") && !*yes {
+		if err := confirmRollback(ctx, p, sub, stdin, stderr); err != nil {
+			return err
+		}
+	}
+	switch sub {
 	case "up":
 		res, err := p.Up(ctx)
 		for _, r := range res {
@@ -96,5 +118,42 @@ func migrateStatus(ctx context.Context, p *goose.Provider, url string, stdout io
 		return err
 	}
 	fmt.Fprintf(stdout, "river schema: version %d of %d (the river_* migrations above)\n", applied, bundled)
+	return nil
+}
+
+// errNotConfirmed is a rollback the operator did not confirm: nothing was
+// done (exit status 1).
+var errNotConfirmed = errors.New("nothing was rolled back")
+
+// confirmRollback asks on the terminal stdin is whether to roll back the
+// latest applied migration, naming it; anything but "yes" declines. Off a
+// terminal nobody can answer, so --yes is required instead.
+func confirmRollback(ctx context.Context, p *goose.Provider, sub string, stdin io.Reader, stderr io.Writer) error {
+	f, ok := stdin.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return fmt.Errorf("migrate %s rolls back the latest migration, which may drop tables and the rows in them; "+
+			"with no terminal to ask on, add --yes to do it: invoiced migrate %s --yes", sub, sub)
+	}
+	v, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", sub, err)
+	}
+	if v == 0 {
+		return errors.New("no migration is applied: there is nothing to roll back")
+	}
+	name := fmt.Sprintf("version %d", v)
+	for _, src := range p.ListSources() {
+		if src.Version == v {
+			name = filepath.Base(src.Path)
+		}
+	}
+	fmt.Fprintf(stderr, "Roll back %s? Its down section may drop tables and the rows in them. Type yes to go on: ", name)
+	answer, err := bufio.NewReader(f).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read the answer: %w", err)
+	}
+	if strings.TrimSpace(answer) != "yes" {
+		return errNotConfirmed
+	}
 	return nil
 }

@@ -34,9 +34,9 @@ func servePprof(addr string, log *slog.Logger) (func(), error) {
 // names the address's variable, for errors and the log) until the
 // returned stop is called.
 func serveSide(setting, addr string, h http.Handler, log *slog.Logger) (func(), error) {
-	l, err := net.Listen("tcp", addr)
+	l, err := listen(setting, addr)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", setting, err)
+		return nil, err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()

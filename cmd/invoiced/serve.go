@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"strconv"
@@ -259,6 +260,12 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 	}
 	log := newLogger(e, stdout)
 	gcDefault(e)
+	logWhatIsOff(cfg, log)
+	l, err := listen("INVOICED_ADDR", cfg.HTTP.Addr)
+	if err != nil {
+		return err
+	}
+	defer l.Close() // Serve closes it; this is for a return before Serve
 
 	sch, err := openSchema(ctx, cfg.DatabaseURL, *migrate, log)
 	if err != nil {
@@ -287,8 +294,8 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 	}
 	a.Routes(srv)
 
-	log.Info("serving", "addr", cfg.HTTP.Addr, "schema_version", sch.latest, "version", version)
-	if err := server.Serve(ctx, srv, cfg.HTTP.Addr, shutdownGrace); err != nil {
+	log.Info("serving", "addr", l.Addr().String(), "schema_version", sch.latest, "version", version)
+	if err := server.Serve(ctx, srv, l, shutdownGrace); err != nil {
 		return err
 	}
 	log.Info("stopped")
@@ -317,7 +324,11 @@ func openSchema(ctx context.Context, url string, migrate bool, log *slog.Logger)
 		return nil, err
 	}
 	if migrate {
-		if _, err := sch.prov.Up(ctx); err != nil {
+		applied, err := sch.prov.Up(ctx)
+		for _, r := range applied {
+			log.Info("migration applied", "migration", filepath.Base(r.Source.Path), "duration", r.Duration)
+		}
+		if err != nil {
 			sch.close()
 			return nil, fmt.Errorf("migrate up: %w", err)
 		}
@@ -346,13 +357,17 @@ func (s *schema) ready(pool *pgxpool.Pool) func(context.Context) error {
 	return func(ctx context.Context) error {
 		var readOnly bool
 		if err := pool.QueryRow(ctx, `SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on'`).Scan(&readOnly); err != nil {
-			return errors.New("database unreachable")
+			return errors.New("the database does not answer")
 		}
 		if readOnly {
 			return errors.New("the database is read-only")
 		}
-		if _, _, behind, err := migrations.Behind(ctx, s.prov); err != nil || behind {
-			return errors.New("schema not current")
+		_, _, behind, err := migrations.Behind(ctx, s.prov)
+		switch {
+		case err != nil:
+			return errors.New("the database schema's version cannot be read")
+		case behind:
+			return errors.New("the database schema is behind this binary (rolled back or restored since serve started): run `invoiced migrate up`")
 		}
 		return nil
 	}
