@@ -359,6 +359,9 @@ type InvoiceFilter struct {
 	// (false) as of Today, a date in the business time zone.
 	Overdue *bool
 	Today   Date
+	// NewestFirst lists in descending (created_at, id) order, as the
+	// back office's invoice page reads; the API lists oldest first.
+	NewestFirst bool
 }
 
 // overdueSQL is Invoice.dated's rule in SQL, for one argument: today. The
@@ -367,7 +370,8 @@ type InvoiceFilter struct {
 const overdueSQL = `(status = 'issued' AND coalesce(due_date < ?::date, false) AND amount_paid + amount_credited < total)`
 
 // InvoiceList returns up to p.Limit invoices (with lines) matching f after
-// p.After in (created_at, id) order.
+// p.After in (created_at, id) order, or before it in the reverse order
+// when f.NewestFirst.
 func InvoiceList(ctx context.Context, db store.Executor, f InvoiceFilter, p page.Request) ([]*Invoice, error) {
 	var (
 		where []string
@@ -399,15 +403,19 @@ func InvoiceList(ctx context.Context, db store.Executor, f InvoiceFilter, p page
 	default:
 		add("NOT "+overdueSQL, f.Today.Time)
 	}
+	after, order := ">", "created_at, id"
+	if f.NewestFirst {
+		after, order = "<", "created_at DESC, id DESC"
+	}
 	if p.After != nil {
 		args = append(args, p.After.CreatedAt, p.After.ID)
-		where = append(where, fmt.Sprintf("(created_at, id) > ($%d, $%d)", len(args)-1, len(args)))
+		where = append(where, fmt.Sprintf("(created_at, id) %s ($%d, $%d)", after, len(args)-1, len(args)))
 	}
 	q := `SELECT ` + invoiceColumns + ` FROM invoices`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += fmt.Sprintf(` ORDER BY created_at, id LIMIT %d`, p.Limit)
+	q += fmt.Sprintf(` ORDER BY %s LIMIT %d`, order, p.Limit)
 	var out []*Invoice
 	err := store.ReadSnapshot(ctx, db, func(db store.Executor) error {
 		rows, err := db.Query(ctx, q, args...)

@@ -71,11 +71,14 @@ func parseInvoicesQuery(q url.Values) (invoicesQuery, error) {
 	}
 	var err error
 	iq.Filter, iq.Page, err = list.Parse()
+	// The back office reads the invoice it just made or issued first.
+	iq.Filter.NewestFirst = true
 	return iq, err
 }
 
-// Invoices is the page GET /invoices: invoices read-only, filtered by
-// status, customer, number and creation date, a page at a time.
+// Invoices is the page GET /invoices: invoices read-only, newest first,
+// filtered by status, customer, number and creation date, a page at a
+// time.
 func (h *Handler) Invoices(c echo.Context, s *Session) error {
 	q, err := parseInvoicesQuery(c.QueryParams())
 	if err != nil {

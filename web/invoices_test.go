@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -87,10 +88,82 @@ func TestInvoicesListPages(t *testing.T) {
 	require.NotNil(t, m, "a next page link")
 	next := strings.ReplaceAll(m[1], "&amp;", "&")
 	require.Contains(t, next, "status=draft", "filters carry over")
+	// Newest first: the last draft made (51 widgets) opens the first page,
+	// the first (1 widget) is alone on the second.
+	require.Equal(t, "56,100 JPY", invoiceRows(t, p.body)[0]["Total"])
 	p = br.do(http.MethodGet, next, nil)
 	require.Equal(t, http.StatusOK, p.status)
 	require.Equal(t, 1, strings.Count(p.body, `<a href="/invoices/`))
+	require.Equal(t, "1,100 JPY", invoiceRows(t, p.body)[0]["Total"])
 	require.NotContains(t, p.body, "Next page")
+}
+
+var (
+	invoiceRowRE  = regexp.MustCompile(`(?s)<tr>(.*?)</tr>`)
+	invoiceCellRE = regexp.MustCompile(`(?s)<td data-label="([^"]+)"[^>]*>(.*?)</td>`)
+	tagRE         = regexp.MustCompile(`<[^>]+>`)
+)
+
+// invoiceRows reads the invoice list's rows: each row's cells by their
+// label, as text, in the order the page shows them; the "order" key lists
+// the labels.
+func invoiceRows(t *testing.T, body string) []map[string]string {
+	t.Helper()
+	var rows []map[string]string
+	for _, tr := range invoiceRowRE.FindAllStringSubmatch(body, -1) {
+		cells := invoiceCellRE.FindAllStringSubmatch(tr[1], -1)
+		if len(cells) == 0 {
+			continue
+		}
+		row := map[string]string{}
+		var order []string
+		for _, c := range cells {
+			row[c[1]] = strings.TrimSpace(tagRE.ReplaceAllString(c[2], ""))
+			order = append(order, c[1])
+		}
+		row["order"] = strings.Join(order, ", ")
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// A clerk opening /invoices reads the invoice they just made or issued
+// first: newest first, each row leading with number, customer, total and
+// status.
+func TestInvoicesListNewestFirst(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(t, "carl", identity.RoleClerk)
+	ctx := context.Background()
+	customer := func(name, currency string) *uuid.UUID {
+		c := invoicetest.Customer(ctx, t, b.h.Pool, invoicetest.CustomerOpts{Name: name, Currency: currency})
+		return &c.ID
+	}
+	// 3 × 150.65 at 19 %: 451.95 + 85.87 (85.8705) tax = 537.82 EUR.
+	acme := invoicetest.Issued(ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: customer("Acme GmbH", "EUR"),
+		Lines: []invoices.LineInput{{Description: "Support", Quantity: 3, UnitAmount: 15065, TaxRateBPS: 1900}}})
+	invoicetest.Draft(ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: customer("Umbrella", "USD"), Currency: "USD"})
+	globex := invoicetest.Issued(ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: customer("Globex Corporation", "EUR")})
+
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("carl", testPassword).status)
+	p := br.do(http.MethodGet, "/invoices", nil)
+	require.Equal(t, http.StatusOK, p.status)
+	rows := invoiceRows(t, p.body)
+	require.Len(t, rows, 3)
+	for _, r := range rows {
+		require.True(t, strings.HasPrefix(r["order"], "Number, Customer, Total, Status"), r["order"])
+	}
+	want := []map[string]string{
+		{"Number": *globex.Number, "Customer": "Globex Corporation", "Total": "120.00 EUR", "Status": "issued"},
+		{"Number": "Draft", "Customer": "Umbrella", "Total": "120.00 USD", "Status": "draft"},
+		{"Number": *acme.Number, "Customer": "Acme GmbH", "Total": "537.82 EUR", "Status": "issued"},
+	}
+	for i, w := range want {
+		for k, v := range w {
+			require.Equal(t, v, rows[i][k], "row %d, %s", i+1, k)
+		}
+	}
 }
 
 func TestStaleRequestShowsBannerAndNoButtons(t *testing.T) {
