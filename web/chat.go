@@ -6,7 +6,6 @@ import (
 
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/money"
-	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/labstack/echo/v4"
 )
@@ -28,6 +27,9 @@ type chatView struct {
 	ConversationID string
 	Exponents      string
 	Admin          bool
+	// Elsewhere is set for a role without the chat: the page says where
+	// that user's work is instead.
+	Elsewhere bool
 }
 
 // canChat says whether role may talk to the agent: clerks and admins, as
@@ -42,10 +44,13 @@ func canChat(role identity.Role) bool {
 // (static/chat.js, built from web/chat/), which talks to /v1 with the
 // session cookie and the session's CSRF token. Another user's
 // conversation is a 404, as GET /v1/conversations/{id} answers, and so is
-// one that does not exist: the page would only open it empty.
+// one that does not exist: the page would only open it empty. An approver
+// following a link here reads where their work is: the inbox.
 func (h *Handler) Chat(c echo.Context, s *Session) error {
 	if !canChat(s.User.Role) {
-		return problem.Forbidden("the chat is for clerks and admins; approvers decide requests in the inbox")
+		d := h.data(c, s, "Chat")
+		d.Data = chatView{Elsewhere: true}
+		return h.render(c, http.StatusOK, "chat", d)
 	}
 	id := c.Param("id")
 	if c.Path() != "/chat" {

@@ -48,14 +48,22 @@ func TestChatPageIsForClerksAndAdmins(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, br.do(http.MethodGet, "/chat/a.b", nil).status)
 	}
 
+	// An approver following a link to the chat reads where their work
+	// is, with the way there; no chat script loads.
 	br := b.browser(t)
 	require.Equal(t, http.StatusSeeOther, br.signIn("alice", testPassword).status)
-	p := br.do(http.MethodGet, "/chat", nil)
-	require.Equal(t, http.StatusForbidden, p.status)
-	require.Contains(t, p.body, "approvers decide requests in the inbox")
+	for _, path := range []string{"/chat", "/chat/conv_Abc-123"} {
+		p := br.do(http.MethodGet, path, nil)
+		require.Equal(t, http.StatusOK, p.status, path)
+		require.Contains(t, p.body, `<h1>Your work is in the inbox</h1>`, path)
+		require.Contains(t, p.body, `waits for you in the <a href="/inbox">inbox</a>.</p>`, path)
+		require.NotContains(t, p.body, "Forbidden", path)
+		require.NotContains(t, p.body, "chat.js", path)
+		require.NotContains(t, p.body, "data-csrf", path)
+	}
 	require.NotContains(t, br.do(http.MethodGet, "/inbox", nil).body, `href="/chat"`, "an approver's menu has no chat")
 
-	p = b.browser(t).do(http.MethodGet, "/chat/conv_Abc-123", nil)
+	p := b.browser(t).do(http.MethodGet, "/chat/conv_Abc-123", nil)
 	require.Equal(t, http.StatusSeeOther, p.status)
 	require.Equal(t, "/login?next=%2Fchat%2Fconv_Abc-123", p.header.Get("Location"))
 }
