@@ -13,6 +13,7 @@ import (
 
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/nodetest"
+	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/money"
 	"github.com/stretchr/testify/require"
 )
@@ -121,4 +122,70 @@ func TestChatQuantitiesReadAsThePages(t *testing.T) {
 	for i, q := range samples {
 		require.Equal(t, document.Quantity(q), got[i], "%d", q)
 	}
+}
+
+// A confirmation shows what approving would make: its lines' amounts,
+// tax and total, priced by money.js's priced as invoices.ComputeLines
+// prices them (tax per line rounded half to even), up to the largest
+// total a JavaScript number holds exactly.
+func TestChatTotalsReadAsTheServer(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	require.NoError(t, err)
+	drafts := [][]invoices.LineInput{
+		{{Description: "a", Quantity: 2, UnitAmount: 45000, TaxRateBPS: 825}, {Description: "b", Quantity: 1, UnitAmount: 12000, TaxRateBPS: 825}, {Description: "c", Quantity: 1, UnitAmount: 8550}},
+		// Half a cent each way: 1.785 rounds to 1.78, 1.795 to 1.80, 0.5 to 0.
+		{{Description: "even", Quantity: 1, UnitAmount: 2550, TaxRateBPS: 700}, {Description: "odd", Quantity: 1, UnitAmount: 2450, TaxRateBPS: 750}, {Description: "half", Quantity: 1, UnitAmount: 5, TaxRateBPS: 1000}},
+		{{Description: "big", Quantity: 1_000_000, UnitAmount: 7_505_199_254, TaxRateBPS: 2000}},
+		{{Description: "none", Quantity: 0, UnitAmount: 0, TaxRateBPS: 0}},
+	}
+	type priced struct {
+		Lines                [][2]string `json:"lines"`
+		Subtotal, Tax, Total string
+	}
+	var want []priced
+	for _, d := range drafts {
+		lines, sub, tax, total, err := invoices.ComputeLines(d)
+		require.NoError(t, err)
+		p := priced{Subtotal: strconv.FormatInt(sub, 10), Tax: strconv.FormatInt(tax, 10), Total: strconv.FormatInt(total, 10)}
+		for _, l := range lines {
+			p.Lines = append(p.Lines, [2]string{strconv.FormatInt(l.Amount, 10), strconv.FormatInt(l.TaxAmount, 10)})
+		}
+		want = append(want, p)
+	}
+	in, err := json.Marshal(drafts)
+	require.NoError(t, err)
+	src, err := filepath.Abs("chat/src/money.js")
+	require.NoError(t, err)
+	cmd := exec.Command(node, "--input-type=module", "-e", `
+		import { priced } from `+strconv.Quote("file://"+src)+`;
+		const chunks = []; for await (const c of process.stdin) chunks.push(c);
+		console.log(JSON.stringify(JSON.parse(Buffer.concat(chunks)).map((lines) => {
+			const p = priced(lines);
+			return { lines: p.lines.map((l) => [String(l.amount), String(l.tax)]), Subtotal: String(p.subtotal), Tax: String(p.tax), Total: String(p.total) };
+		})));`)
+	cmd.Stdin = bytes.NewReader(in)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var got []priced
+	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+	require.Equal(t, want, got)
+}
+
+// A line still being written, or one the server would refuse, is not
+// priced: the confirmation shows no total it cannot stand behind.
+func TestChatTotalsWaitForCompleteLines(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	require.NoError(t, err)
+	src, err := filepath.Abs("chat/src/money.js")
+	require.NoError(t, err)
+	out, err := exec.Command(node, "--input-type=module", "-e", `
+		import { priced } from `+strconv.Quote("file://"+src)+`;
+		console.log(JSON.stringify([
+			[], [{ description: "x", quantity: 2 }], [null], [{ quantity: 1.5, unit_amount: 100, tax_rate_bps: 0 }],
+			[{ quantity: -1, unit_amount: 100, tax_rate_bps: 0 }], [{ quantity: 1, unit_amount: "100", tax_rate_bps: 0 }],
+		].map(priced)));`).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.JSONEq(t, `[null, null, null, null, null, null]`, string(out))
 }

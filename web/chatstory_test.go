@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,9 @@ import (
 // story (e2e/chat.mjs), by the clerk's latest message and the model step.
 type chatStory struct {
 	draftID, customerID string
+	// ledgerFailed is set once the model has failed the clerk's first
+	// "Check the ledger." (a model request that fails, then one that works).
+	ledgerFailed atomic.Bool
 }
 
 // storyWords is a story of n words ending in "The end.", streamed slowly
@@ -75,7 +79,12 @@ func (s *chatStory) answer(req fakeopenai.Request) fakeopenai.Reply {
 	case strings.Contains(user, "endless tale"):
 		return fakeopenai.Reply{Text: storyWords("tale", 400), WordDelay: 50 * time.Millisecond}
 	case strings.Contains(user, "Draft an invoice") && step == 0:
-		r := call(invoices.CapCreateDraft, `{"customer_id":"`+s.customerID+`","lines":[{"description":"Support, December","quantity":2,"unit_amount":45000,"tax_rate_bps":825}]}`)
+		// 900.00 + 74.25 tax, 120.00 + 9.90 tax, 85.50 untaxed: 1,105.50 +
+		// 84.15 tax = 1,189.65 USD.
+		r := call(invoices.CapCreateDraft, `{"customer_id":"`+s.customerID+`","lines":[`+
+			`{"description":"Support, December","quantity":2,"unit_amount":45000,"tax_rate_bps":825},`+
+			`{"description":"Hosting, December","quantity":1,"unit_amount":12000,"tax_rate_bps":825},`+
+			`{"description":"Travel","quantity":1,"unit_amount":8550,"tax_rate_bps":0}]}`)
 		r.ArgChunk, r.ArgDelay = 16, 100*time.Millisecond
 		return r
 	case strings.Contains(user, "Draft an invoice"):
@@ -83,6 +92,12 @@ func (s *chatStory) answer(req fakeopenai.Request) fakeopenai.Reply {
 			return fakeopenai.Reply{Text: "Understood: no draft."}
 		}
 		return fakeopenai.Reply{Text: "Drafted it."}
+	case strings.Contains(user, "Wait for it"):
+		return fakeopenai.Reply{Text: "Here it comes.", WordDelay: 10 * time.Second}
+	case strings.Contains(user, "Check the ledger") && !s.ledgerFailed.Swap(true):
+		return fakeopenai.Reply{Error: "the model is overloaded"}
+	case strings.Contains(user, "Check the ledger"):
+		return fakeopenai.Reply{Text: "The ledger is in order."}
 	case strings.Contains(user, "something odd"):
 		return fakeopenai.Reply{Text: `Here is something odd: <img src=x onerror="window.__xss=1"> and [a link](javascript:window.__xss=2), **bold** all the same.`}
 	}
@@ -115,15 +130,27 @@ func setupChat(t *testing.T) (*bundle, *chatStory, *fakeopenai.Server) {
 // TestBrowserChatStory is issue 16's story in Chromium: a clerk works
 // through the chat page (a read, an issue that waits for an approver, who
 // approves in the inbox in a second browser context while the clerk's card
-// updates live, a reload mid-answer, Stop, a bound tool denied then
-// approved, untrusted model output), with the fake OpenAI-compatible model
-// behind the real service, and axe-core checks /chat, /inbox and an
-// approval page. Screenshots of each step go to the artifact directory.
+// updates live, a reload mid-answer, Stop, Stop before the first word, a
+// failed model request sent again, a bound tool denied then approved,
+// untrusted model output, opening the conversation again), with the fake
+// OpenAI-compatible model behind the real service, and axe-core checks
+// /chat, /inbox and an approval page. It runs on a laptop's window and a
+// phone's; at every step the newest message is in view above the message
+// box without the test scrolling. Screenshots of each step go to the
+// artifact directory.
 func TestBrowserChatStory(t *testing.T) {
 	t.Parallel()
 	ensureChromium(t)
 	node, e2eDir := nodetest.Install(t, "e2e", "axe-core/package.json")
+	for _, viewport := range []string{"1280x800", "390x844"} {
+		t.Run(viewport, func(t *testing.T) {
+			t.Parallel()
+			chatStoryIn(t, node, e2eDir, viewport)
+		})
+	}
+}
 
+func chatStoryIn(t *testing.T, node, e2eDir, viewport string) {
 	b, story, fm := setupChat(t)
 	ctx := context.Background()
 	draft := uuid.MustParse(story.draftID)
@@ -134,7 +161,8 @@ func TestBrowserChatStory(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, node, "chat.mjs")
 	cmd.Dir = e2eDir
-	cmd.Env = append(os.Environ(), "BASE_URL="+b.h.URL, "OUT_DIR="+out, "CLERK=carl", "APPROVER=alice", "PASSWORD="+testPassword)
+	cmd.Env = append(os.Environ(), "BASE_URL="+b.h.URL, "OUT_DIR="+out, "CLERK=carl", "APPROVER=alice", "PASSWORD="+testPassword,
+		"DRAFT_ID="+story.draftID, "VIEWPORT="+viewport)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -187,9 +215,13 @@ func TestBrowserChatStory(t *testing.T) {
 	var lines int
 	require.NoError(t, b.h.Pool.QueryRow(ctx, `SELECT count(*) FROM invoice_lines WHERE description = 'Support, December'`).Scan(&lines))
 	require.Equal(t, 1, lines)
+	var total int64
+	require.NoError(t, b.h.Pool.QueryRow(ctx, `SELECT total FROM invoices i JOIN invoice_lines l ON l.invoice_id = i.id WHERE l.description = 'Support, December'`).Scan(&total))
+	require.Equal(t, int64(118965), total, "the total the confirmation showed")
 
 	for _, f := range []string{"chat-1-read.png", "chat-2-waiting.png", "chat-3-approved.png", "chat-3-issued.png", "chat-3-invoice.png",
-		"chat-4-resumed.png", "chat-5-stopped.png", "chat-6-confirm.png", "chat-6-approved.png", "chat-7-inert.png", "chat-360.png"} {
+		"chat-4-resumed.png", "chat-5-stopped.png", "chat-5-stopped-early.png", "chat-5-failed.png", "chat-6-confirm.png", "chat-6-approved.png",
+		"chat-7-inert.png", "chat-8-opened.png", "chat-360.png"} {
 		st, err := os.Stat(filepath.Join(out, f))
 		require.NoError(t, err, f)
 		require.Greater(t, st.Size(), int64(5000), "%s looks empty", f)
@@ -198,8 +230,9 @@ func TestBrowserChatStory(t *testing.T) {
 }
 
 // TestBrowserChatErrors: what the chat page says when the server refuses
-// (no model configured, a message over the limit, a session that ended),
-// each a sentence with a way on (e2e/chat-errors.mjs).
+// (no model configured, to a clerk and to an admin; a message over the
+// limit, a session that ended), each a sentence with a way on
+// (e2e/chat-errors.mjs).
 func TestBrowserChatErrors(t *testing.T) {
 	t.Parallel()
 	ensureChromium(t)
@@ -207,6 +240,7 @@ func TestBrowserChatErrors(t *testing.T) {
 	b, _, _ := setupChat(t)
 	noModel := setup(t)
 	noModel.user(t, "carl", identity.RoleClerk)
+	noModel.user(t, "ada", identity.RoleAdmin)
 	control := http.NewServeMux()
 	control.HandleFunc("POST /signout", func(w http.ResponseWriter, r *http.Request) {
 		_, err := b.h.Pool.Exec(r.Context(), `DELETE FROM web_sessions`)
@@ -223,7 +257,7 @@ func TestBrowserChatErrors(t *testing.T) {
 	cmd := exec.CommandContext(ctx, node, "chat-errors.mjs")
 	cmd.Dir = e2eDir
 	cmd.Env = append(os.Environ(), "BASE_URL="+b.h.URL, "NO_MODEL_URL="+noModel.h.URL, "CONTROL_URL="+ctl.URL,
-		"OUT_DIR="+out, "CLERK=carl", "PASSWORD="+testPassword)
+		"OUT_DIR="+out, "CLERK=carl", "ADMIN=ada", "PASSWORD="+testPassword)
 	logs, err := cmd.CombinedOutput()
 	t.Logf("node chat-errors.mjs:\n%s", logs)
 	require.NoError(t, err)

@@ -1,7 +1,8 @@
 // The chat page's refusals, run by web/chatstory_test.go
 // (TestBrowserChatErrors): each is said as a sentence with a way on. The
-// server behind NO_MODEL_URL has no model configured; CONTROL_URL ends
-// the clerk's sessions.
+// server behind NO_MODEL_URL has no model configured (a clerk is told to
+// ask an administrator, the administrator which settings to set);
+// CONTROL_URL ends the clerk's sessions.
 import assert from "node:assert/strict";
 import { env, launch, log, shot, signIn, watch } from "./lib.mjs";
 
@@ -11,6 +12,7 @@ const CONTROL = env("CONTROL_URL");
 const OUT = env("OUT_DIR");
 const PASSWORD = env("PASSWORD");
 const CLERK = env("CLERK");
+const ADMIN = env("ADMIN");
 
 const browser = await launch();
 try {
@@ -20,7 +22,7 @@ try {
   // after the refusal makes that order certain: its late 204 must not
   // take the refusal's sentence away.
   let release = () => {};
-  const open = async (base) => {
+  const open = async (base, user = CLERK) => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const held = new Promise((resolve) => (release = resolve));
     await context.route(/\/v1\/chat\/[^/]+\/stream$/, async (route) => {
@@ -29,7 +31,7 @@ try {
     });
     const page = await context.newPage();
     watch(page, errors);
-    await signIn(page, base, CLERK, PASSWORD, "/chat");
+    await signIn(page, base, user, PASSWORD, "/chat");
     return page;
   };
   const answerResume = async (page) => {
@@ -60,11 +62,20 @@ try {
   // Nothing was stored: the message is back in the box, not in the list.
   assert.equal(await page.getByLabel("Message", { exact: true }).inputValue(), "Hello?");
   assert.equal(await page.locator("li.msg").count(), 0);
-  assert.match(await alert.innerText(), /^The assistant is not set up on this server: an administrator has to configure a model\. .*INVOICED_MODEL_PROVIDER.* The inbox and the invoices work meanwhile\.$/s);
+  // A clerk reads whom to ask, never a setting's name.
+  assert.equal(await alert.innerText(), "The assistant is not set up on this server yet. Ask an administrator to set it up; the inbox and the invoices work meanwhile.");
+  assert.doesNotMatch(await page.locator("body").innerText(), /INVOICED_/);
   assert.equal(await alert.getByRole("button").count(), 0, "nothing to retry until a model is set");
   await shot(page, OUT, "chat-error-503.png", { fullPage: false });
   await stillNew(page);
-  log("503 said");
+  // The administrator who would set it up reads which settings.
+  page = await open(NO_MODEL, ADMIN);
+  await send(page, "Hello?");
+  alert = page.getByRole("alert");
+  await alert.waitFor();
+  await answerResume(page);
+  assert.match(await alert.innerText(), /^The assistant is not set up on this server\. No model is configured: set INVOICED_MODEL_PROVIDER=.* The inbox and the invoices work meanwhile\.$/s);
+  log("503 said, to a clerk and to an admin");
 
   // 422: a message over the limit names it, and the way on.
   page = await open(BASE);

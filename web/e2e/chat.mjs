@@ -2,28 +2,27 @@
 // which starts the service behind a fake OpenAI-compatible model (its
 // answers are chatStory.answer), creates the clerk, the approver and a
 // draft for Globex Corporation, and checks the database afterwards. The
-// clerk and the approver each have a browser context. Prints one JSON line
-// for the Go side: the invoice number the clerk read and the approval id.
+// clerk and the approver each have a browser context of VIEWPORT's size
+// (a laptop's 1280x800 or a phone's 390x844). After every step the
+// newest message must be in view above the message box, where the page
+// put it: nothing here scrolls. Prints one JSON line for the Go side: the
+// invoice number the clerk read and the approval id.
 import assert from "node:assert/strict";
-import { axe, env, launch, log, noHorizontalScroll, shot as shotIn, signIn, watch } from "./lib.mjs";
+import { axe, env, launch, log, newestInView, noHorizontalScroll, shot as shotIn, signIn, watch } from "./lib.mjs";
 
 const BASE = env("BASE_URL");
 const OUT = env("OUT_DIR");
 const PASSWORD = env("PASSWORD");
 const CLERK = env("CLERK");
+const DRAFT = env("DRAFT_ID");
 const APPROVER = env("APPROVER");
+const [width, height] = env("VIEWPORT").split("x").map(Number);
+const viewport = { width, height };
 
-// The chat is pictured as the clerk sees it: the window, scrolled to the
-// newest message.
-const shot = async (page, name) => {
-  if (page.url().includes("/chat")) {
-    await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
-    return shotIn(page, OUT, name, { fullPage: false });
-  }
-  return shotIn(page, OUT, name);
-};
+// The chat is pictured as the clerk sees it: the window, where the page
+// left it.
+const shot = (page, name) => shotIn(page, OUT, name, { fullPage: !page.url().includes("/chat") });
 const browser = await launch();
-const viewport = { width: 1280, height: 900 };
 
 try {
   const clerkCtx = await browser.newContext({ viewport });
@@ -54,6 +53,13 @@ try {
     assert.fail(`${name} is not reachable with the keyboard`);
   };
   const noAlert = async (step) => assert.equal(await page.getByRole("alert").count(), 0, `${step}: no error shown`);
+  const inView = (step) => newestInView(page, `${step} at ${width}x${height}`);
+  // toolSentence is a finished call's sentence and the page it links to.
+  const toolSentence = async (tool) => {
+    const line = tool.locator(".tool-line");
+    const link = line.locator("a");
+    return { text: (await line.innerText()).trim(), href: (await link.count()) ? await link.getAttribute("href") : null };
+  };
 
   // 1. A read tool, then the answer.
   await send("Which invoices are still drafts?");
@@ -64,7 +70,7 @@ try {
   await answer().getByText("There is one draft").waitFor();
   await ready();
   assert.equal(await tool.getAttribute("data-state"), "output-available");
-  assert.match(await tool.innerText(), /Looked up invoices: 1 found/);
+  assert.deepEqual(await toolSentence(tool), { text: "Looked up invoices: 1 found", href: null });
   const order = await page.evaluate(() => {
     const m = [...document.querySelectorAll("li.msg-assistant")].at(-1);
     const t = m.querySelector('[data-tool="list-invoices"]'), a = m.querySelector(".md");
@@ -73,11 +79,20 @@ try {
   assert.ok(order, "the tool part comes before the answer");
   const reasoning = answer().locator("details.reasoning");
   assert.equal(await reasoning.evaluate((d) => d.open), false, "reasoning is collapsed");
-  assert.match(await answer().locator(".usage").innerText(), /^fake-model · \d+ tokens in, \d+ out · \d{1,2}:\d\d(\s?[AP]M)?$/);
+  // When the answer came shows; the model and its tokens wait under
+  // Details.
+  assert.match(await answer().locator(".msg-foot > .usage").innerText(), /^\d{1,2}:\d\d(\s?[AP]M)?$/);
+  const details = answer().locator("details.usage-details");
+  assert.equal(await details.evaluate((d) => d.open), false, "the model and tokens are folded away");
+  assert.equal(await details.locator("summary").innerText(), "Details");
+  await details.locator("summary").click();
+  assert.match(await details.locator(".usage").innerText(), /^fake-model · \d+ tokens in, \d+ out$/);
+  await details.locator("summary").click();
   await page.getByText("The assistant says: There is one draft").waitFor({ state: "attached" });
   assert.equal(await page.locator('[aria-live="polite"]', { hasText: "The assistant says: There is one draft" }).count(), 1, "the answer is announced");
   await page.locator(".conv-list").getByRole("link", { name: /Which invoices are still drafts\?/ }).waitFor();
   await noAlert("read");
+  await inView("1 read");
   await shot(page, "chat-1-read.png");
   log("1 read tool then answer");
 
@@ -93,6 +108,7 @@ try {
   await card.getByRole("heading", { name: "Issue invoice for Globex Corporation — 3,897.00 USD" }).waitFor();
   assert.match(await answer().locator('[data-tool="issue-invoice"]').innerText(), /needs an approver/);
   await noAlert("issue");
+  await inView("2 waiting");
   await shot(page, "chat-2-waiting.png");
   log("2 waiting for an approver", approvalId);
 
@@ -101,7 +117,14 @@ try {
   const ap = await approverCtx.newPage();
   const apErrors = [];
   watch(ap, apErrors);
-  await signIn(ap, BASE, APPROVER, PASSWORD);
+  // An approver who opens the chat reads where their work is, and goes
+  // there.
+  await signIn(ap, BASE, APPROVER, PASSWORD, "/chat");
+  await ap.getByRole("heading", { name: "Your work is in the inbox", level: 1 }).waitFor();
+  assert.doesNotMatch(await ap.locator("main").innerText(), /Forbidden/);
+  await axe(ap, "/chat for an approver");
+  await ap.locator("main").getByRole("link", { name: "inbox" }).click();
+  await ap.waitForURL(`${BASE}/inbox`);
   await ap.getByRole("link", { name: /^Issue invoice for Globex Corporation — 3,897\.00 USD$/ }).waitFor();
   await axe(ap, "/inbox");
   await shot(ap, "chat-3-inbox.png");
@@ -116,6 +139,7 @@ try {
   log(`3 the card showed "approved" ${Date.now() - approvedAt} ms after the click`);
   assert.equal(await page.evaluate(() => window.__sameDocument), true, "no reload");
   await card.getByText("Approved by alice. Continue to let the assistant finish.").waitFor();
+  await inView("3 approved");
   await shot(page, "chat-3-approved.png");
   await tabTo("Continue");
   await page.keyboard.press("Enter");
@@ -125,7 +149,11 @@ try {
   const number = (await issued.innerText()).match(/INV-\d{4}-\d{6}/)[0];
   await card.locator(".status", { hasText: /^done$/ }).waitFor();
   await card.getByText("Approved by alice; the invoice was issued.").waitFor();
+  // The call that went through says what it did, linked to the invoice.
+  const issuedTool = answer().locator('[data-tool="issue-invoice"][data-state="output-available"]');
+  assert.deepEqual(await toolSentence(issuedTool), { text: `Issued ${number} to Globex Corporation — 3,897.00 USD`, href: `/invoices/${DRAFT}` });
   await noAlert("continue");
+  await inView("3 continued");
   await shot(page, "chat-3-issued.png");
 
   // The show-invoice frontend tool opens the invoice beside the chat.
@@ -136,6 +164,7 @@ try {
   await ready();
   assert.match(await panel.innerText(), /Globex Corporation[\s\S]*3,897\.00 USD/);
   assert.match(await panel.innerText(), /approved by Alice Approver/);
+  await inView("3 invoice shown");
   await shot(page, "chat-3-invoice.png");
   await panel.getByRole("button", { name: "Close" }).click();
   log("3 approved live, continued, issued", number);
@@ -143,13 +172,17 @@ try {
   // 4. A reload mid-answer resumes it; the page is then the server's copy.
   await send("Tell me a story.");
   await answer().getByText(/Once upon a time story/).waitFor();
+  await inView("4 sent, answer being written");
   const resumed = page.waitForResponse((r) => r.url() === `${BASE}/v1/chat/${conversation}/stream`);
   await page.reload();
   assert.equal((await resumed).status(), 200, "the reloaded page follows the run (GET …/stream)");
+  await answer().getByText(/Once upon a time story/).waitFor();
+  await inView("4 reloaded, answer being written");
   await answer().getByText(/The end\.$/).waitFor({ timeout: 15000 });
   await ready();
   await noAlert("resume");
   const stored = await (await page.request.get(`${BASE}/v1/conversations/${conversation}`)).json();
+  await inView("4 resumed");
   const shown = await page.evaluate(() =>
     [...document.querySelectorAll("li.msg")].map((li) => ({
       id: li.dataset.messageId,
@@ -159,9 +192,10 @@ try {
     })),
   );
   const plain = (s) => s.replace(/\*\*/g, "").trim();
+  // An answer with nothing in it is not shown (there is none here yet).
   assert.deepEqual(
     shown.map(({ id, role, tools }) => ({ id, role, tools })),
-    stored.messages.map((m) => ({
+    stored.messages.filter((m) => m.parts.some((p) => p.type !== "step-start")).map((m) => ({
       id: m.id,
       role: m.role,
       tools: m.parts.filter((p) => p.type.startsWith("tool-")).map((p) => `${p.type.slice(5)}:${p.state}`),
@@ -181,14 +215,49 @@ try {
   const stoppedText = await answer().locator(".md").innerText();
   assert.doesNotMatch(stoppedText, /The end\./);
   await answer().getByText("stopped before the end").waitFor();
+  await inView("5 stopped");
   const posted = page.waitForResponse((r) => r.url() === `${BASE}/v1/chat` && r.request().method() === "POST");
   await send("Thanks, that is enough.");
   assert.equal((await posted).status(), 200);
   await answer().getByText("You are welcome.").waitFor();
   await ready();
   await noAlert("stop");
+  await inView("5 sent after the stop");
   await shot(page, "chat-5-stopped.png");
-  log("5 stopped, then sent: 200");
+
+  // Stopped before the first word: no empty answer is left behind.
+  // The run is under way once its answer's headers are back; the model
+  // says nothing for 10 s.
+  const running = page.waitForResponse((r) => r.url() === `${BASE}/v1/chat` && r.request().method() === "POST");
+  await send("Wait for it.");
+  assert.equal((await running).status(), 200);
+  await page.getByRole("button", { name: "Stop" }).click();
+  await ready();
+  await noAlert("stop before the first word");
+  const last = page.locator("li.msg").last();
+  assert.equal(await last.getAttribute("class"), "msg msg-user");
+  assert.equal(await last.locator(".user-text").innerText(), "Wait for it.");
+  await inView("5 stopped before the first word");
+  await shot(page, "chat-5-stopped-early.png");
+  log("5 stopped, then sent: 200; stopped early: no empty answer");
+
+  // A failed model request: the question is back in the box, said so;
+  // sent again, it is answered.
+  await send("Check the ledger.");
+  const failed = page.getByRole("alert");
+  await failed.getByText("The model request failed; the error has been logged. Send the message again to retry. Your message is back in the box below.").waitFor();
+  await ready();
+  assert.equal(await composer.inputValue(), "Check the ledger.");
+  assert.equal(await page.locator("li.msg").last().locator(".user-text").innerText(), "Check the ledger.", "no empty answer");
+  await inView("5 model failed");
+  await shot(page, "chat-5-failed.png");
+  await composer.press("Enter");
+  await answer().getByText("The ledger is in order.").waitFor();
+  await ready();
+  await noAlert("sent again");
+  assert.equal(await composer.inputValue(), "");
+  await inView("5 sent again");
+  log("5 failed model request: back in the box, sent again");
 
   // 6. A bound tool asks first: Deny, then on a new request Approve.
   await send("Draft an invoice for Globex.");
@@ -199,8 +268,21 @@ try {
   const confirm = answer().getByRole("group", { name: /^Confirm: drafting an invoice$/ });
   await confirm.waitFor();
   const asked = await confirm.innerText();
+  assert.match(asked, /^The assistant asks to draft an invoice:/);
   assert.match(asked, /Customer\s+Globex Corporation/, "the customer by name, not id");
-  assert.match(asked, /Support, December\s+2\s+450\.00 USD\s+8\.25 %/, "the line in the customer's currency");
+  // Before Approve: the lines, their tax and the total, priced as the
+  // server will price them.
+  const rows = await confirm.locator("table tr").evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((c) => c.innerText.trim())));
+  assert.deepEqual(rows, [
+    ["Description", "Qty", "Unit", "Tax", "Amount"],
+    ["Support, December", "2", "450.00", "8.25 %", "900.00"],
+    ["Hosting, December", "1", "120.00", "8.25 %", "120.00"],
+    ["Travel", "1", "85.50", "0 %", "85.50"],
+    ["Subtotal", "1,105.50"],
+    ["Tax", "84.15"],
+    ["Total", "1,189.65 USD"],
+  ]);
+  await inView("6 confirmation asked");
   await shot(page, "chat-6-confirm.png");
   await confirm.getByLabel("Reason for denying (optional)").fill("Not this month.");
   await confirm.getByRole("button", { name: "Deny" }).click();
@@ -209,6 +291,7 @@ try {
   const deniedTool = answer().locator('[data-tool="create-draft-invoice"]');
   assert.equal(await deniedTool.getAttribute("data-state"), "output-denied");
   assert.match(await deniedTool.innerText(), /you denied it \(“Not this month\.”\), so it was not done/);
+  await inView("6 denied");
   await send("Draft an invoice for Globex, please.");
   const again = answer().getByRole("group", { name: /^Confirm: drafting an invoice$/ });
   await again.waitFor();
@@ -218,12 +301,18 @@ try {
   await send("And one for Initech.");
   await page.getByRole("alert").getByText("The assistant is waiting for your answer above. Answer it first; your message is back in the box below.").waitFor();
   assert.equal(await composer.inputValue(), "And one for Initech.");
+  await inView("6 answer it first");
   await tabTo("Approve");
   await page.keyboard.press("Space");
   await answer().getByText("Drafted it.").waitFor();
   await ready();
-  assert.equal(await answer().locator('[data-tool="create-draft-invoice"]').getAttribute("data-state"), "output-available");
+  const drafted = answer().locator('[data-tool="create-draft-invoice"]');
+  assert.equal(await drafted.getAttribute("data-state"), "output-available");
+  const made = await toolSentence(drafted);
+  assert.equal(made.text, "Drafted an invoice for Globex Corporation — 3 lines, 1,189.65 USD");
+  assert.match(made.href, /^\/invoices\/[0-9a-f-]{36}$/);
   await noAlert("bound tool");
+  await inView("6 approved");
   await shot(page, "chat-6-approved.png");
   log("6 denied, then approved");
 
@@ -238,8 +327,17 @@ try {
   await odd.getByText("a link").click();
   assert.equal(await odd.locator("strong", { hasText: "bold" }).count(), 1, "Markdown still renders");
   assert.equal(await page.evaluate(() => window.__xss), undefined, "nothing ran");
+  await inView("7 inert");
   await shot(page, "chat-7-inert.png");
   log("7 inert");
+
+  // 8. Opening the conversation from the list: at its end.
+  await page.locator(".conv-list").getByRole("link", { name: /Which invoices are still drafts\?/ }).click();
+  await page.waitForURL(`${BASE}/chat/${conversation}`);
+  await page.getByText(/Here is something odd/).waitFor();
+  await inView("8 opened");
+  await shot(page, "chat-8-opened.png");
+  log("8 opened at its end");
 
   await axe(page, "/chat, a conversation");
   await page.setViewportSize({ width: 360, height: 780 });

@@ -67,3 +67,27 @@ export async function axe(page, label) {
   assert.deepEqual(bad, [], `${label}: axe-core found serious or critical violations`);
   log("axe", label, `${result.violations.length} minor or moderate`, result.violations.map((v) => v.id).join(" "));
 }
+
+// newestInView checks, without scrolling, that the chat's newest message
+// lies inside the window, above the message box, and that the box itself
+// is in the window: where the page must keep it after a send, an answer,
+// a reload, a stop or opening a conversation. The page may still be
+// laying out what just arrived, so it is given a few frames to settle.
+export async function newestInView(page, label) {
+  const measure = () => {
+    const msgs = document.querySelectorAll("li.msg");
+    const box = document.querySelector("form.composer")?.getBoundingClientRect();
+    if (!msgs.length || !box) return { missing: true };
+    const m = msgs[msgs.length - 1].getBoundingClientRect();
+    const r = { top: m.top, bottom: m.bottom, boxTop: box.top, boxBottom: box.bottom, height: window.innerHeight };
+    // Half a pixel for subpixel layout.
+    r.ok = r.top >= -0.5 && r.bottom <= r.boxTop + 0.5 && r.boxTop >= -0.5 && r.boxBottom <= r.height + 0.5;
+    return r;
+  };
+  try {
+    await page.waitForFunction(`(${measure})().ok`, null, { timeout: 3000, polling: "raf" });
+  } catch {
+    const r = await page.evaluate(measure);
+    assert.fail(`${label}: the newest message is not in view above the message box: ${JSON.stringify(r)}`);
+  }
+}

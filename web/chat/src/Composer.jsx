@@ -1,6 +1,7 @@
 // The message box: Enter sends, Shift+Enter starts a new line; while an
 // answer is being written, Stop replaces Send (the box stays open for the
-// next message).
+// next message). It is two lines high and its label is for screen
+// readers: on a phone every line it takes is one the conversation loses.
 import { useId } from 'react';
 
 // text is the conversation's: a refused message comes back to the box.
@@ -16,21 +17,21 @@ export function Composer({ text, setText, busy, status, onSend, onStop }) {
   };
   return (
     <form className="composer" onSubmit={submit}>
-      <label htmlFor={id}>Message</label>
-      <textarea
-        id={id}
-        rows={3}
-        value={text}
-        aria-describedby={hintId}
-        onChange={(e) => setText(e.target.value)}
-        onKeyDown={(e) => {
-          if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) submit(e);
-        }}
-      />
-      <div className="composer-bar">
-        <p id={hintId} className="small muted" role="status">
-          {status === 'submitted' ? 'Sent; waiting for the assistant…' : status === 'streaming' ? 'The assistant is answering…' : 'Enter sends; Shift+Enter starts a new line.'}
-        </p>
+      <label htmlFor={id} className="visually-hidden">
+        Message
+      </label>
+      <div className="composer-row">
+        <textarea
+          id={id}
+          rows={2}
+          value={text}
+          placeholder="Ask the assistant…"
+          aria-describedby={hintId}
+          onChange={(e) => setText(e.target.value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) submit(e);
+          }}
+        />
         {busy ? (
           <button type="button" onClick={onStop}>
             Stop
@@ -41,6 +42,9 @@ export function Composer({ text, setText, busy, status, onSend, onStop }) {
           </button>
         )}
       </div>
+      <p id={hintId} className="small muted" role="status">
+        {status === 'submitted' ? 'Sent; waiting for the assistant…' : status === 'streaming' ? 'The assistant is answering…' : 'Enter sends; Shift+Enter starts a new line.'}
+      </p>
     </form>
   );
 }

@@ -9,10 +9,11 @@ import {
   lastAssistantMessageIsCompleteWithApprovalResponses,
   lastAssistantMessageIsCompleteWithToolCalls,
 } from 'ai';
-import { Message } from './Message.jsx';
+import { Message, hasContent } from './Message.jsx';
 import { Problem } from './Problem.jsx';
 import { Composer } from './Composer.jsx';
-import { answerFirst, explain, problemOf } from './errors.js';
+import { answerFirst, backInTheBox, explain, problemOf } from './errors.js';
+import { useFollow } from './follow.js';
 
 // The parts of a message's last step.
 const lastStep = (m) => m.parts.slice(m.parts.findLastIndex((p) => p.type === 'step-start'));
@@ -64,6 +65,17 @@ export function Conversation({ id, initialMessages, api, watcher, onOpenInvoice,
     onOpenInvoice(invoiceId);
     addToolOutput({ tool: 'show-invoice', toolCallId, output: { shown: true } });
   };
+  const failure = useRef(null);
+  // An answer that failed before its first word (the model request
+  // failed, the server restarted): the question is stored, unanswered,
+  // and goes back to the box, so sending it again is one key away.
+  const answerFailed = (messages, err) => {
+    const i = messages.findLastIndex((m) => m.role === 'user');
+    if (i < 0 || messages.slice(i + 1).some(hasContent)) return;
+    const text = textOf(messages[i]);
+    setDraft((d) => d || text);
+    setLocal(backInTheBox(problemOf(err)));
+  };
   const { messages, setMessages, sendMessage, addToolOutput, addToolApprovalResponse, status, error, clearError, stop, resumeStream } = useChat({
     id,
     messages: initialMessages,
@@ -81,7 +93,13 @@ export function Conversation({ id, initialMessages, api, watcher, onOpenInvoice,
     // request made on mount may answer after the refusal, and its 204
     // sets the status back to ready, which clears that error.
     onError: (err) => {
-      if (typeof err.statusCode !== 'number' || err.url !== '/v1/chat') return;
+      if (typeof err.statusCode !== 'number') {
+        // The answer ended in an error chunk; onFinish, next, sees the
+        // answer as it was left.
+        if (!(err instanceof TypeError)) failure.current = err;
+        return;
+      }
+      if (err.url !== '/v1/chat') return;
       setLocal(explain(problemOf(err)));
       setMessages((ms) => {
         const last = ms.at(-1);
@@ -90,12 +108,17 @@ export function Conversation({ id, initialMessages, api, watcher, onOpenInvoice,
         return ms.slice(0, -1);
       });
     },
-    onFinish: ({ message }) => {
+    onFinish: ({ message, messages, isError }) => {
+      if (isError && failure.current) answerFailed(messages, failure.current);
+      failure.current = null;
       const text = message && message.role === 'assistant' ? textOf(message) : '';
       if (text) setAnnouncement(`The assistant says: ${text}`);
       onSent();
     },
   });
+  const viewRef = useRef(null);
+  const endRef = useRef(null);
+  const follow = useFollow(viewRef, endRef);
   const busy = status === 'submitted' || status === 'streaming';
   // A request that goes out (an automatic send after a confirmation or a
   // frontend tool, a run found on mount) makes an earlier refusal stale.
@@ -121,6 +144,7 @@ export function Conversation({ id, initialMessages, api, watcher, onOpenInvoice,
   // answer, marked interrupted, so this page's copy stays the server's.
   // Nothing running there (204): only this page's request is left to end.
   const stopAnswer = async () => {
+    follow();
     try {
       const r = await api.post(`/v1/chat/${encodeURIComponent(id)}/stop`);
       if (r.status === 204) await stop();
@@ -132,6 +156,7 @@ export function Conversation({ id, initialMessages, api, watcher, onOpenInvoice,
 
   const send = (text) => {
     clearError();
+    follow();
     if (awaitsAnswer(messages.at(-1))) {
       setDraft(text);
       setLocal(answerFirst);
@@ -146,6 +171,7 @@ export function Conversation({ id, initialMessages, api, watcher, onOpenInvoice,
     follow: () => {
       setLocal(null);
       clearError();
+      follow();
       resumeStream();
     },
     stop: async () => {
@@ -154,17 +180,11 @@ export function Conversation({ id, initialMessages, api, watcher, onOpenInvoice,
     },
   };
 
-  const endRef = useRef(null);
-  useEffect(() => {
-    const end = endRef.current;
-    if (!end) return;
-    const near = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 200;
-    if (near || status === 'submitted') end.scrollIntoView({ block: 'end' });
-  }, [messages, status]);
-
   const shown = local || (error ? explain(problemOf(error)) : null);
+  // The view grows with the conversation; the marker after the message
+  // box is its end (useFollow).
   return (
-    <>
+    <div className="conversation-view" ref={viewRef}>
       {messages.length === 0 && !busy ? (
         <Intro />
       ) : (
@@ -175,20 +195,23 @@ export function Conversation({ id, initialMessages, api, watcher, onOpenInvoice,
               message={m}
               watcher={watcher}
               ready={!busy}
-              onAnswer={(approvalId, approved, reason) => addToolApprovalResponse({ id: approvalId, approved, reason })}
+              onAnswer={(approvalId, approved, reason) => {
+                follow();
+                addToolApprovalResponse({ id: approvalId, approved, reason });
+              }}
               onContinue={() => send(continueText)}
               onShowInvoice={showInvoice}
             />
           ))}
         </ol>
       )}
-      <div ref={endRef} />
       <p className="visually-hidden" aria-live="polite">
         {announcement}
       </p>
       {shown && <Problem explained={shown} ways={ways} />}
       <Composer text={draft} setText={setDraft} busy={busy} status={status} onSend={send} onStop={stopAnswer} />
-    </>
+      <div ref={endRef} />
+    </div>
   );
 }
 

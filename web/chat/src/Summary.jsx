@@ -2,14 +2,15 @@
 // through /v1), amounts in their currency, lines as a table. The raw
 // input stays one click away in the tool's details.
 import { createContext, useContext, useEffect, useState } from 'react';
-import { display, quantity } from './money.js';
+import { display, grouped, priced, quantity } from './money.js';
 
 export const ApiContext = createContext(null);
 
 const cache = new Map();
 
-// useRecord reads a /v1 record once per page (ids in tool inputs repeat).
-function useRecord(path) {
+// useRecord reads a /v1 record once per page (ids in tool inputs repeat);
+// null until it arrives, or when it cannot be read.
+export function useRecord(path) {
   const api = useContext(ApiContext);
   const [record, setRecord] = useState(() => (cache.get(path) || {}).value || null);
   useEffect(() => {
@@ -46,28 +47,54 @@ function rate(bps) {
   return `${(bps / 100).toLocaleString('en', { maximumFractionDigits: 2 })} %`;
 }
 
+// Lines shows a call's lines and, once every line is complete and the
+// currency known, each line's amount and the tax and total they come to,
+// priced as the server prices them: what approving would make. Amounts
+// are in the invoice's currency, which the total names.
 function Lines({ lines, currency }) {
+  const p = currency ? priced(lines) : null;
+  const cell = (v) => grouped(v, currency);
   return (
-    <table className="lines summary-lines">
-      <thead>
-        <tr>
-          <th scope="col">Description</th>
-          <th scope="col" className="num">Qty</th>
-          <th scope="col" className="num">Unit</th>
-          <th scope="col" className="num">Tax</th>
-        </tr>
-      </thead>
-      <tbody>
-        {lines.map((l, i) => (
-          <tr key={i}>
-            <td>{l && l.description}</td>
-            <td className="num">{l && Number.isInteger(l.quantity) ? quantity(l.quantity) : String(l.quantity ?? '')}</td>
-            <td className="num">{l && Number.isInteger(l.unit_amount) && currency ? display(l.unit_amount, currency) : ''}</td>
-            <td className="num">{l && Number.isInteger(l.tax_rate_bps) ? rate(l.tax_rate_bps) : ''}</td>
+    <div className="summary-lines">
+      <table className="lines">
+        <thead>
+          <tr>
+            <th scope="col">Description</th>
+            <th scope="col" className="num">Qty</th>
+            <th scope="col" className="num">Unit</th>
+            <th scope="col" className="num">Tax</th>
+            <th scope="col" className="num">Amount</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {lines.map((l, i) => (
+            <tr key={i}>
+              <td>{l && l.description}</td>
+              <td className="num">{l && Number.isInteger(l.quantity) ? quantity(l.quantity) : String(l?.quantity ?? '')}</td>
+              <td className="num">{l && Number.isInteger(l.unit_amount) && currency ? grouped(l.unit_amount, currency) : ''}</td>
+              <td className="num">{l && Number.isInteger(l.tax_rate_bps) ? rate(l.tax_rate_bps) : ''}</td>
+              <td className="num">{p ? cell(p.lines[i].amount) : ''}</td>
+            </tr>
+          ))}
+        </tbody>
+        {p && (
+          <tfoot>
+            <tr>
+              <th scope="row" colSpan={4}>Subtotal</th>
+              <td className="num">{cell(p.subtotal)}</td>
+            </tr>
+            <tr>
+              <th scope="row" colSpan={4}>Tax</th>
+              <td className="num">{cell(p.tax)}</td>
+            </tr>
+            <tr className="total">
+              <th scope="row" colSpan={4}>Total</th>
+              <td className="num">{display(p.total, currency)}</td>
+            </tr>
+          </tfoot>
+        )}
+      </table>
+    </div>
   );
 }
 

@@ -3,6 +3,13 @@
 // stop an answer that is running, start a new conversation, sign in again.
 import { ProblemError } from './api.js';
 
+// An admin is told which settings a refusal names; a clerk, whom to ask.
+let admin = false;
+
+export function setReader(reader) {
+  admin = Boolean(reader && reader.admin);
+}
+
 // problemOf reads the error useChat or our own requests report: a
 // problem+json answer (ProblemError, or the transport's APICallError
 // carrying the body), a stream's error chunk (its text), or a network
@@ -64,8 +71,10 @@ export function explain(p) {
       return { text: `${detail} It is back in the box below: shorten it, or send it in parts.`, ways: [] };
     case p.status === 422:
       return { text: detail || 'The server could not accept this message.', ways: ['reload', 'new'] };
+    case p.code === 'MODEL_NOT_CONFIGURED' && admin:
+      return { text: `The assistant is not set up on this server. ${detail} The inbox and the invoices work meanwhile.`, ways: [] };
     case p.code === 'MODEL_NOT_CONFIGURED':
-      return { text: `The assistant is not set up on this server: an administrator has to configure a model. ${detail} The inbox and the invoices work meanwhile.`, ways: [] };
+      return { text: 'The assistant is not set up on this server yet. Ask an administrator to set it up; the inbox and the invoices work meanwhile.', ways: [] };
     case p.status === 503:
       return { text: `The service is unavailable right now. ${detail} Try again in a moment.`, ways: ['reload'] };
     case p.status >= 500:
@@ -82,3 +91,10 @@ export const answerFirst = {
   text: 'The assistant is waiting for your answer above. Answer it first; your message is back in the box below.',
   ways: [],
 };
+
+// backInTheBox is said when an answer failed before its first word: the
+// server's sentence, and where the question went.
+export function backInTheBox(p) {
+  const e = explain(p);
+  return { text: `${e.text} Your message is back in the box below.`, ways: e.ways };
+}

@@ -5,11 +5,17 @@
 import './jitless.js';
 import { createRoot } from 'react-dom/client';
 import { App } from './App.jsx';
+import { setReader } from './errors.js';
 import { setExponents } from './money.js';
 
 const root = document.getElementById('chat-root');
 if (root) {
   const d = root.dataset;
   setExponents(JSON.parse(d.currencyExponents || '{}'));
-  createRoot(root).render(<App config={{ conversation: d.conversation, csrf: d.csrf, username: d.username, admin: d.admin === 'true' }} />);
+  const admin = d.admin === 'true';
+  setReader({ admin });
+  // The page opens at the conversation's end (useFollow), not where the
+  // browser last left it: restoring that would land mid-conversation.
+  window.history.scrollRestoration = 'manual';
+  createRoot(root).render(<App config={{ conversation: d.conversation, csrf: d.csrf, username: d.username, admin }} />);
 }

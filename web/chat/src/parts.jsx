@@ -3,8 +3,8 @@
 import { useId, useState } from 'react';
 import { getToolName } from 'ai';
 import { Markdown } from './Markdown.jsx';
-import { toolPhrase } from './describe.js';
-import { InputSummary } from './Summary.jsx';
+import { customerIdOf, doneSentence, toolPhrase } from './describe.js';
+import { InputSummary, useRecord } from './Summary.jsx';
 
 function json(v) {
   return v === undefined ? '' : JSON.stringify(v, null, 2);
@@ -17,15 +17,6 @@ export function Reasoning({ part }) {
       <p>{part.text}</p>
     </details>
   );
-}
-
-// outputSummary says what a read returned in a few words.
-function outputSummary(output) {
-  if (output && Array.isArray(output.data)) {
-    const n = output.data.length;
-    return `${n} found${output.has_more ? ' (more exist)' : ''}`;
-  }
-  return '';
 }
 
 function Details({ part }) {
@@ -51,25 +42,31 @@ function Confirm({ part, onAnswer }) {
   return (
     <div className="confirm" role="group" aria-label={`Confirm: ${toolPhrase(name)[0].toLowerCase()}`}>
       <p>
-        <strong>The assistant asks to {name.replace(/-/g, ' ')}:</strong>
+        <strong>The assistant asks to {toolPhrase(name)[2]}:</strong>
       </p>
       <InputSummary input={part.input} />
-      <label htmlFor={reasonId} className="small">Reason for denying (optional)</label>
-      <input id={reasonId} value={reason} onChange={(e) => setReason(e.target.value)} maxLength={500} />
-      <div className="actions">
-        <button type="button" className="approve" onClick={() => onAnswer(part.approval.id, true)}>
-          Approve
-        </button>
-        <button type="button" className="deny" onClick={() => onAnswer(part.approval.id, false, reason.trim() || undefined)}>
-          Deny
-        </button>
+      <div className="confirm-answer">
+        <div className="confirm-reason">
+          <label htmlFor={reasonId} className="small">
+            Reason for denying (optional)
+          </label>
+          <input id={reasonId} value={reason} onChange={(e) => setReason(e.target.value)} maxLength={500} />
+        </div>
+        <div className="actions">
+          <button type="button" className="approve" onClick={() => onAnswer(part.approval.id, true)}>
+            Approve
+          </button>
+          <button type="button" className="deny" onClick={() => onAnswer(part.approval.id, false, reason.trim() || undefined)}>
+            Deny
+          </button>
+        </div>
       </div>
     </div>
   );
 }
 
 function toolLine(part, name) {
-  const [doing, done] = toolPhrase(name);
+  const [doing] = toolPhrase(name);
   const err = part.output && part.output.error;
   switch (part.state) {
     case 'input-streaming':
@@ -89,21 +86,43 @@ function toolLine(part, name) {
     case 'output-available':
       if (err && String(err.code).startsWith('APPROVAL_')) return { text: `${doing}: needs an approver (see the request below)`, cls: 'asking' };
       if (err) return { text: `${doing} failed: ${err.message || err.code}`, cls: 'failed' };
-      return { text: `${done}${outputSummary(part.output) ? `: ${outputSummary(part.output)}` : ''}`, cls: 'done' };
+      return { cls: 'done' };
     default:
       return { text: doing, cls: '' };
   }
 }
 
+// Done is a finished call's sentence, linked to the record it is about.
+function Done({ text, href }) {
+  return (
+    <p className="tool-line">
+      {href ? (
+        <a href={href} target="_blank" rel="noopener">
+          {text}
+        </a>
+      ) : (
+        text
+      )}
+    </p>
+  );
+}
+
 export function ToolPart({ part, ready, onAnswer, onShowInvoice }) {
   const name = getToolName(part);
   const line = toolLine(part, name);
+  const customerId = line.cls === 'done' ? customerIdOf(name, part.output) : null;
+  const customer = useRecord(customerId ? `/v1/customers/${encodeURIComponent(customerId)}` : null);
   // A show-invoice call the page never answered (it was closed before the
   // answer arrived) waits for the user to open the invoice.
   const unanswered = name === 'show-invoice' && part.state === 'input-available' && ready;
   return (
     <div className={`tool tool-${line.cls}`} data-part="tool" data-tool={name} data-state={part.state}>
-      <p className="tool-line">{line.text}</p>
+      {line.cls === 'done' ? (
+        <Done {...doneSentence(name, part.output, customer && customer.name)} />
+      ) : (
+        // A confirmation says itself what it waits for.
+        part.state !== 'approval-requested' && <p className="tool-line">{line.text}</p>
+      )}
       {unanswered && (
         <button type="button" onClick={() => onShowInvoice(part.toolCallId, part.input.invoice_id)}>
           Open the invoice
