@@ -15,9 +15,11 @@ export DATABASE_URL INVOICED_TEST_DATABASE_URL
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/invoiced
 
-## run: create the database if missing, migrate, create a first admin if there is none, serve.
+## run: create the database if missing, migrate, create a first admin if there is none
+## (printing its token and a one-time link to set its password), serve on 127.0.0.1:8080.
 ## Documents name a placeholder seller unless INVOICED_SELLER_NAME is set.
 run: export INVOICED_SELLER_NAME ?= Example Seller
+run: export INVOICED_ADDR ?= 127.0.0.1:8080
 run: build
 	@scripts/dev-db.sh
 	$(BIN) migrate up

@@ -93,6 +93,8 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/", idNone},
 	{"GET", "/login", idNone},
 	{"POST", "/login", idNone},
+	{"GET", "/login/link", idNone},
+	{"POST", "/login/link", idNone},
 	{"POST", "/logout", idNone},
 	{"GET", "/inbox", idNone},
 	{"GET", "/approvals/{}", idApproval},

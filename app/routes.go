@@ -163,6 +163,8 @@ func (a *App) inboxRoutes(e *echo.Echo) {
 	get(e, "/static/*", w.Static)
 	get(e, "/login", w.LoginForm, sec)
 	e.POST("/login", w.Login, sec)
+	get(e, "/login/link", w.SignInLinkForm, sec)
+	e.POST("/login/link", w.SignInLink, sec)
 	e.POST("/logout", w.Page(w.Logout), sec)
 	get(e, "/inbox", w.Page(w.Inbox), sec)
 	get(e, "/approvals/:id", w.Page(w.Approval), sec)

@@ -82,9 +82,17 @@ func New(db store.Executor, cfg Config, log *slog.Logger, deps Deps) (*Handler, 
 	return &Handler{db: db, cfg: cfg, log: log, tmpl: t, deps: deps}, nil
 }
 
-// Home answers GET /: the inbox is the back office's front page.
+// Home answers GET /: the page where the signed-in user's work is
+// (landing), or the sign-in form, which leads there.
 func (h *Handler) Home(c echo.Context) error {
-	return c.Redirect(http.StatusSeeOther, "/inbox")
+	s, err := h.sessionFromRequest(c)
+	switch {
+	case problem.HasCode(err, problem.CodeUnauthenticated):
+		return c.Redirect(http.StatusSeeOther, "/login")
+	case err != nil:
+		return h.errorPage(c, nil, err)
+	}
+	return c.Redirect(http.StatusSeeOther, landing(s.User.Role))
 }
 
 // SecurityHeaders is the middleware every page route carries (the inbox

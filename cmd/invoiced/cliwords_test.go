@@ -28,7 +28,7 @@ func TestCommandLineMistakesSayWhatToDo(t *testing.T) {
 		{[]string{"users", "create", "--username"}, "invoiced users create: -username needs a value: -username VALUE", ""},
 		{[]string{"users", "create", "--username", "x", "--role", "clerk", "extra"}, `invoiced users create: "extra" is not a flag; every value follows its flag`, ""},
 		{[]string{"users", "list", "--limit", "x"}, `invoiced users list: "x" is not a value -limit takes; see what it takes below`, "-limit int"},
-		{[]string{"users"}, "invoiced users: name one of create, list, disable, enable, role, email or passwd", "invoiced users create --username NAME"},
+		{[]string{"users"}, "invoiced users: name one of create, list, disable, enable, role, email, passwd or signin-link", "invoiced users create --username NAME"},
 		{[]string{"users", "frob"}, `invoiced users: there is no "frob": name one of create, list,`, ""},
 		{[]string{"users", "role", "bob"}, "invoiced users role: name the user and the role (clerk, approver or admin), for example: invoiced users role bob approver", ""},
 		{[]string{"users", "disable"}, "invoiced users disable: name one user, for example: invoiced users disable bob", ""},

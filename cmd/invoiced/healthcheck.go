@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -24,17 +23,13 @@ func cmdHealthcheck(ctx context.Context, e env, args []string, stdout, stderr io
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	addr := e.get("INVOICED_ADDR", ":8080")
-	host, port, err := net.SplitHostPort(addr)
+	site, err := localURL(e.get("INVOICED_ADDR", ":8080"))
 	if err != nil {
-		return fmt.Errorf("INVOICED_ADDR must be host:port or :port, not %q", addr)
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, healthcheckTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/readyz", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, site+"/readyz", nil)
 	if err != nil {
 		return err
 	}

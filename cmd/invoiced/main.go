@@ -39,6 +39,7 @@ Usage:
   invoiced users role NAME ROLE              change a user's role
   invoiced users email NAME ADDRESS|--clear  set or clear a user's email address
   invoiced users passwd NAME                 set a user's web inbox password (prompt or stdin)
+  invoiced users signin-link NAME            print a one-time link to set a password and sign in
   invoiced tokens create --username NAME     print a new API token for a user
   invoiced tokens list NAME | revoke ID      list a user's tokens; revoke one
   invoiced approvals list|approve|deny       list and decide approval requests

@@ -27,7 +27,8 @@ const usersUsage = `Usage:
   invoiced users enable NAME
   invoiced users role NAME clerk|approver|admin
   invoiced users email NAME ADDRESS|--clear
-  invoiced users passwd NAME`
+  invoiced users passwd NAME
+  invoiced users signin-link NAME`
 
 const tokensUsage = `Usage:
   invoiced tokens create --username NAME [--name LABEL]
@@ -75,6 +76,8 @@ func cmdUsers(ctx context.Context, e env, args []string, stdin io.Reader, stdout
 		return cmdUsersChange(ctx, e, args[0], args[1:], stdout, stderr)
 	case "passwd":
 		return cmdUsersPasswd(ctx, e, args[1:], stdin, stdout, stderr)
+	case "signin-link":
+		return cmdUsersSignInLink(ctx, e, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usersUsage)
 		return nil
