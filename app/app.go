@@ -20,6 +20,7 @@ import (
 	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
+	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/web"
 	"github.com/invoiced/invoiced/webhooks"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -80,6 +81,9 @@ type App struct {
 	approvalSvc  *approvals.Service
 	approvalHub  *approvals.Hub
 	accounts     *accounts.Service
+	// listener is the process's one LISTEN connection: approval
+	// decisions and chat runs.
+	listener *store.Listener
 
 	events     *outbox.Emitter
 	riverPool  *pgxpool.Pool
@@ -96,15 +100,14 @@ type App struct {
 
 // New builds services and handlers over pool.
 func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
-	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat, seller: cfg.Seller}
+	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat, seller: cfg.Seller,
+		listener: store.NewListener(pool.Config().ConnConfig, log)}
 	cfg.Approvals.Capabilities = ConsequentialCapabilities()
 	var err error
 	if a.events, err = NewEmitter(log); err != nil {
 		return nil, err
 	}
-	if err := a.startApprovals(ctx, cfg.Approvals); err != nil {
-		return nil, err
-	}
+	a.startApprovals(cfg.Approvals)
 	// issue-invoice and delete-invoice take effect only by consuming a
 	// durable approval in their own transaction (ADR-0010). Issuing
 	// freezes the seller into the invoice or credit note.
@@ -117,8 +120,13 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 			return nil, err
 		}
 	}
-	ctl, err := a.startChat(ctx, cfg.Model, cfg.Chat)
+	ctl, err := a.startChat(cfg.Model, cfg.Chat)
 	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	// After approvals and chat registered their channels.
+	if err := a.listener.Start(ctx); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -165,9 +173,9 @@ func ConsequentialCapabilities() []string {
 
 // startChat builds the step loop over the capability registry, with the
 // frontend tools and the confirm controller for bound capabilities
-// (ADR-0005: wait mode, stated in confirm.AgentToolset), and starts its
-// listener for the run log.
-func (a *App) startChat(ctx context.Context, m model.Provider, limits steploop.Limits) (*confirm.Controller, error) {
+// (ADR-0005: wait mode, stated in confirm.AgentToolset); its run log's
+// channel joins the process's listener.
+func (a *App) startChat(m model.Provider, limits steploop.Limits) (*confirm.Controller, error) {
 	ctl, err := confirm.NewController(confirm.Config{
 		Registry: confirm.NewPostgres(a.pool),
 		Mode:     confirm.AgentToolset.Confirmations,
@@ -178,27 +186,24 @@ func (a *App) startChat(ctx context.Context, m model.Provider, limits steploop.L
 	a.chat, err = steploop.New(steploop.Config{
 		DB: a.pool, Model: m, Tools: a.caps, Confirm: ctl, Log: a.log,
 		Frontend: []steploop.FrontendTool{steploop.ShowInvoice},
-		Limits:   limits, Listen: a.pool.Config().ConnConfig,
+		Limits:   limits, Listener: a.listener,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return ctl, a.chat.Start(ctx)
+	return ctl, nil
 }
 
-// startApprovals builds the approval gate and service and starts the one
-// LISTEN connection of this process.
-func (a *App) startApprovals(ctx context.Context, policy approvals.Policy) error {
-	a.approvalHub = approvals.NewHub(a.pool.Config().ConnConfig, a.log)
-	if err := a.approvalHub.Start(ctx); err != nil {
-		return err
-	}
+// startApprovals builds the approval gate and service; the hub of
+// decisions joins the process's listener.
+func (a *App) startApprovals(policy approvals.Policy) {
+	a.approvalHub = approvals.NewHub(a.log)
+	a.listener.Handle(approvals.Channel, a.approvalHub)
 	a.approvalGate = approvals.NewGate(policy, a.events)
 	a.approvalSvc = approvals.NewService(a.pool, policy, a.approvalHub, a.events)
 	// Taking a user's authority away voids their decisions on open
 	// requests, in the same transaction (ADR-0012).
 	a.accounts = accounts.NewService(a.pool, a.approvalSvc)
-	return nil
 }
 
 // ApprovalGate is the transactional gate consequential capabilities run
@@ -250,7 +255,7 @@ func (a *App) Close() {
 	if a.approvalHub != nil {
 		a.approvalHub.Close()
 	}
-	if a.chat != nil {
-		a.chat.Close()
+	if a.listener != nil {
+		a.listener.Close()
 	}
 }

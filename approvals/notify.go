@@ -1,15 +1,11 @@
 package approvals
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // Channel is the LISTEN/NOTIFY channel of approval status changes.
@@ -30,57 +26,35 @@ type Change struct {
 // window is full; a dropped subscriber sees its channel closed.
 const subscriberBuffer = 256
 
-// Hub holds the one LISTEN connection of a process and fans its
-// notifications out to subscribers (long polls and SSE streams), so they
-// cost no connection each and learn of decisions made on any replica.
+// Hub fans the notifications of Channel (a store.Listener's, the one
+// LISTEN connection of a process) out to subscribers (long polls and SSE
+// streams), so they cost no connection each and learn of decisions made on
+// any replica.
 type Hub struct {
-	cfg *pgx.ConnConfig
 	log *slog.Logger
 
 	mu sync.Mutex
 	// subs maps each subscription to whether Subscribers counts it.
 	subs   map[chan Change]bool
 	closed bool
-
-	cancel context.CancelFunc
-	done   chan struct{}
 }
 
-// NewHub returns a hub that will LISTEN over a connection made from cfg
-// (copied; typically the pool's ConnConfig).
-func NewHub(cfg *pgx.ConnConfig, log *slog.Logger) *Hub {
-	return &Hub{cfg: cfg.Copy(), log: log, subs: map[chan Change]bool{}}
+// NewHub returns a hub; register it with a store.Listener for Channel.
+func NewHub(log *slog.Logger) *Hub {
+	return &Hub{log: log, subs: map[chan Change]bool{}}
 }
 
-// Start connects and LISTENs before it returns, so a subscriber that
-// subscribes after Start misses nothing; then it serves notifications in
-// the background, reconnecting with backoff, until Close.
-func (h *Hub) Start(ctx context.Context) error {
-	conn, err := h.listen(ctx)
-	if err != nil {
-		return err
-	}
-	ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	h.done = make(chan struct{})
-	go h.run(ctx, conn)
-	return nil
-}
-
-// Close stops the hub and closes every subscription, which ends event
-// streams and returns long polls at once: register it to run when the HTTP
-// server starts shutting down, so open streams do not hold the shutdown
-// for its whole grace period. It is safe to call more than once.
+// Close closes every subscription, which ends event streams and returns
+// long polls at once: register it to run when the HTTP server starts
+// shutting down, so open streams do not hold the shutdown for its whole
+// grace period. It is safe to call more than once.
 func (h *Hub) Close() {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	h.closed = true
 	for ch := range h.subs {
 		close(ch)
 		delete(h.subs, ch)
-	}
-	h.mu.Unlock()
-	if h.cancel != nil {
-		h.cancel()
-		<-h.done
 	}
 }
 
@@ -91,60 +65,19 @@ func (h *Hub) Closed() bool {
 	return h.closed
 }
 
-func (h *Hub) listen(ctx context.Context) (*pgx.Conn, error) {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	conn, err := pgx.ConnectConfig(cctx, h.cfg)
-	if err != nil {
-		return nil, fmt.Errorf("approvals listener: connect: %w", err)
+// Notify publishes an announced change (store.Notifiee).
+func (h *Hub) Notify(payload string) {
+	var c Change
+	if err := json.Unmarshal([]byte(payload), &c); err != nil || c.ID == uuid.Nil {
+		h.log.Warn("approvals listener: bad payload", "err", err)
+		return
 	}
-	if err := channelListen(cctx, conn); err != nil {
-		_ = conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("approvals listener: listen: %w", err)
-	}
-	return conn, nil
+	h.publish(c)
 }
 
-func (h *Hub) run(ctx context.Context, conn *pgx.Conn) {
-	defer close(h.done)
-	backoff := 100 * time.Millisecond
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err == nil {
-			backoff = 100 * time.Millisecond
-			var c Change
-			if jerr := json.Unmarshal([]byte(n.Payload), &c); jerr != nil || c.ID == uuid.Nil {
-				h.log.Warn("approvals listener: bad payload", "err", jerr)
-				continue
-			}
-			h.publish(c)
-			continue
-		}
-		_ = conn.Close(context.WithoutCancel(ctx))
-		if ctx.Err() != nil {
-			return
-		}
-		h.log.Warn("approvals listener: connection lost, reconnecting", "err", err)
-		h.publish(Change{Resync: true})
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(backoff):
-			}
-			// 100 ms doubling to 5 s: quick after a blip, gentle while the
-			// database is down.
-			backoff = min(backoff*2, 5*time.Second)
-			conn, err = h.listen(ctx)
-			if err == nil {
-				break
-			}
-			h.log.Warn("approvals listener: reconnect failed", "err", err)
-		}
-		// Changes made while disconnected were not heard.
-		h.publish(Change{Resync: true})
-	}
-}
+// Resync tells every subscriber that changes may have been missed
+// (store.Notifiee).
+func (h *Hub) Resync() { h.publish(Change{Resync: true}) }
 
 // Subscribe returns a channel of every change from now on and a function
 // that ends the subscription. The channel is closed when the subscriber

@@ -348,12 +348,6 @@ func approvalNotifyTx(ctx context.Context, tx pgx.Tx, a *Approval) error {
 	return store.MapError(err, "approval notification")
 }
 
-// channelListen subscribes conn, the hub's own connection, to Channel.
-func channelListen(ctx context.Context, conn *pgx.Conn) error {
-	_, err := conn.Exec(ctx, `LISTEN `+Channel)
-	return err
-}
-
 // changePayload is the NOTIFY payload announcing a's state.
 func changePayload(a *Approval) (string, error) {
 	b, err := json.Marshal(Change{ID: a.ID, Status: a.Status, Version: a.Version})

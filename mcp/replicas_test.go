@@ -11,6 +11,7 @@ import (
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/store"
 	"github.com/stretchr/testify/require"
 )
 
@@ -82,8 +83,9 @@ func TestRestartedReplicaIs404AndTheApprovalSurvives(t *testing.T) {
 	require.Contains(t, string(m.Result), `\"status\":\"approved\"`)
 }
 
-// When the hub's LISTEN connection drops, decisions made meanwhile were
-// not heard: every subscribed approval is announced, so clients re-read.
+// When the process's LISTEN connection drops, decisions made meanwhile
+// were not heard: every subscribed approval is announced, so clients
+// re-read.
 func TestListenerReconnectAnnouncesEverySubscription(t *testing.T) {
 	t.Parallel()
 	b := setup(t, app.Config{})
@@ -92,7 +94,7 @@ func TestListenerReconnectAnnouncesEverySubscription(t *testing.T) {
 
 	var killed int
 	require.NoError(t, b.h.Pool.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE datname = current_database() AND query = 'LISTEN invoiced_approvals'`).Scan(&killed))
+		WHERE datname = current_database() AND application_name = $1`, store.ListenerName).Scan(&killed))
 	require.Equal(t, 1, killed)
 	waitUpdated(t, stream, uri)
 }

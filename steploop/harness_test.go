@@ -25,6 +25,7 @@ import (
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
+	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
@@ -237,7 +238,7 @@ func setup(t *testing.T) *bundle {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := startService(t, steploop.Config{
 		DB: pool, Model: prov, Tools: reg, Frontend: []steploop.FrontendTool{steploop.ShowInvoice},
-		Confirm: ctl, MaxSteps: 3, Log: log, Listen: pool.Config().ConnConfig,
+		Confirm: ctl, MaxSteps: 3, Log: log, Listener: store.NewListener(pool.Config().ConnConfig, log),
 	})
 	b.Svc = svc
 
@@ -263,13 +264,15 @@ func setup(t *testing.T) *bundle {
 }
 
 // startService builds the step loop from cfg and starts its listener
-// (when cfg.Listen is set) for the test's duration.
+// (when cfg.Listener is set) for the test's duration.
 func startService(t testing.TB, cfg steploop.Config) *steploop.Service {
 	t.Helper()
 	svc, err := steploop.New(cfg)
 	require.NoError(t, err)
-	require.NoError(t, svc.Start(context.Background()))
-	t.Cleanup(svc.Close)
+	if cfg.Listener != nil {
+		require.NoError(t, cfg.Listener.Start(context.Background()))
+		t.Cleanup(cfg.Listener.Close)
+	}
 	return svc
 }
 

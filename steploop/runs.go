@@ -109,24 +109,3 @@ func (r *runs) renew(batch map[uuid.UUID]*liveRun) {
 		}
 	}
 }
-
-// Start begins listening for the run log's notifications on cfg.Listen
-// (without it, readers poll); Close stops.
-func (s *Service) Start(ctx context.Context) error {
-	if s.cfg.Listen == nil {
-		return nil
-	}
-	h, err := startHub(ctx, s.cfg.Listen, s.cfg.Log, func(run uuid.UUID) { s.runs.stop(run) })
-	if err != nil {
-		return err
-	}
-	s.hub = h
-	return nil
-}
-
-// Close stops listening.
-func (s *Service) Close() {
-	if s.hub != nil {
-		s.hub.close()
-	}
-}

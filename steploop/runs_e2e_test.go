@@ -31,6 +31,7 @@ import (
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
+	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -80,23 +81,24 @@ func runsRegistry() *capability.Registry {
 }
 
 // runsServer serves the step loop over pool with the runs' tools, the
-// model at modelURL and limits, on a listener of its own.
-func runsServer(pool *pgxpool.Pool, modelURL string, limits steploop.Limits, log *slog.Logger) (*steploop.Service, http.Handler, error) {
+// model at modelURL and limits, on a LISTEN connection of its own.
+func runsServer(pool *pgxpool.Pool, modelURL string, limits steploop.Limits, log *slog.Logger) (*store.Listener, http.Handler, error) {
 	prov, err := model.NewOpenAI(model.OpenAIConfig{BaseURL: modelURL, APIKey: "test-key", Model: "fake-model", MaxRetries: -1})
 	if err != nil {
 		return nil, nil, err
 	}
+	listener := store.NewListener(pool.Config().ConnConfig, log)
 	svc, err := steploop.New(steploop.Config{DB: pool, Model: prov, Tools: runsRegistry(), Frontend: []steploop.FrontendTool{steploop.ShowInvoice},
-		Log: log, Limits: limits, Listen: pool.Config().ConnConfig})
+		Log: log, Limits: limits, Listener: listener})
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := svc.Start(context.Background()); err != nil {
+	if err := listener.Start(context.Background()); err != nil {
 		return nil, nil, err
 	}
 	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return pool.Ping(ctx) })
 	chatRoutes(e.Group("/v1", identity.Authenticate(pool, nil, steploop.DefersBearer)), svc)
-	return svc, e, nil
+	return listener, e, nil
 }
 
 // runsBundle is two replicas on one database, their model and users.
@@ -119,9 +121,9 @@ func setupRuns(t *testing.T) *runsBundle {
 	b := &runsBundle{Pool: pool, Model: newFakeModelWith(t, runsScript), Limits: runsLimits}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, url := range []*string{&b.A, &b.B} {
-		svc, h, err := runsServer(pool, b.Model.URL+"/v1", runsLimits, log)
+		listener, h, err := runsServer(pool, b.Model.URL+"/v1", runsLimits, log)
 		require.NoError(t, err)
-		t.Cleanup(svc.Close)
+		t.Cleanup(listener.Close)
 		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
 		*url = srv.URL

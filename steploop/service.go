@@ -14,10 +14,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/store"
-	"github.com/jackc/pgx/v5"
 )
 
 // DefaultMaxSteps bounds the model steps of one request: 8 covers a lookup,
@@ -80,10 +80,11 @@ type Config struct {
 	// Limits are the run and conversation limits; zero fields take the
 	// defaults.
 	Limits
-	// Listen is the connection the service LISTENs on for the run log's
-	// notifications (Start); without it readers poll the log and a stop
-	// reaches another replica's run at its next lease renewal.
-	Listen *pgx.ConnConfig
+	// Listener is the process's LISTEN connection, on which New registers
+	// the run log's channel (start it after New); without it readers poll
+	// the log and a stop reaches another replica's run at its next lease
+	// renewal.
+	Listener *store.Listener
 	// CredentialMaxAge is how long ago the request's credential may have
 	// been checked when a tool runs; older, it is checked again first.
 	// 0 uses DefaultCredentialMaxAge.
@@ -167,6 +168,10 @@ func New(cfg Config) (*Service, error) {
 		risks:    map[string]capability.Risk{},
 	}
 	s.runs = newRuns(s)
+	if cfg.Listener != nil {
+		s.hub = newHub(func(run uuid.UUID) { s.runs.stop(run) })
+		cfg.Listener.Handle(chatChannel, s.hub)
+	}
 	for _, d := range cfg.Tools.Descriptors() {
 		if _, dup := fr.Lookup(d.Name); dup {
 			return nil, fmt.Errorf("steploop: %q is both a capability and a frontend tool", d.Name)

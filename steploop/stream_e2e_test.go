@@ -32,6 +32,7 @@ import (
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
+	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/stretchr/testify/require"
 )
@@ -207,7 +208,7 @@ func setupConformance(t *testing.T, prov model.Provider, cfg server.Config) *bun
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := startService(t, steploop.Config{DB: pool, Model: prov, Tools: reg, Frontend: []steploop.FrontendTool{steploop.ShowInvoice}, MaxSteps: 3, Log: log, Confirm: ctl,
-		Listen: pool.Config().ConnConfig})
+		Listener: store.NewListener(pool.Config().ConnConfig, log)})
 	e := server.New(cfg, log, func(ctx context.Context) error { return pool.Ping(ctx) })
 	v1 := e.Group("/v1", identity.Authenticate(pool, nil, steploop.DefersBearer))
 	chatRoutes(v1, svc)

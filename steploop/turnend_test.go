@@ -18,6 +18,7 @@ import (
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
+	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/stretchr/testify/require"
 )
@@ -57,7 +58,7 @@ func setupWithConfig(t testing.TB, cfg steploop.Config) *bundle {
 	t.Helper()
 	pool := storetest.Pool(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.DB, cfg.Log, cfg.Frontend, cfg.Listen = pool, log, []steploop.FrontendTool{steploop.ShowInvoice}, pool.Config().ConnConfig
+	cfg.DB, cfg.Log, cfg.Frontend, cfg.Listener = pool, log, []steploop.FrontendTool{steploop.ShowInvoice}, store.NewListener(pool.Config().ConnConfig, log)
 	if cfg.Tools == nil {
 		cfg.Tools = capability.NewRegistry()
 	}
