@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/approvals"
@@ -208,9 +207,6 @@ func (w *sendWorker) Work(ctx context.Context, job *river.Job[sendArgs]) error {
 	}
 	return w.s.sender.Send(ctx, job.Args.Message)
 }
-
-// Timeout covers go-mail's own 15 s connection timeout.
-func (w *sendWorker) Timeout(*river.Job[sendArgs]) time.Duration { return 30 * time.Second }
 
 // AddWorkers implements outbox.WorkerSet.
 func (s *Service) AddWorkers(w *river.Workers) {

@@ -75,10 +75,16 @@ type Runner struct {
 	client *river.Client[pgx.Tx]
 }
 
+// jobTimeout bounds every job: the longest are a webhook delivery (a
+// 15 s request and its bookkeeping) and a mail (go-mail's 15 s
+// connection timeout); the rest are short database work.
+const jobTimeout = 20 * time.Second
+
 // rescueAfter is when a job still "running" is taken for one whose worker
-// died (kill -9) and run again: 5 min, well past the longest job (a 30 s
-// delivery).
-const rescueAfter = 5 * time.Minute
+// died (kill -9) and run again: past jobTimeout, so a live worker's job is
+// never rescued while it runs. River's rescuer looks every 30 s, so such a
+// job runs again within a minute of its start.
+const rescueAfter = jobTimeout + 5*time.Second
 
 // softStop is how long Stop lets running jobs finish before cancelling
 // them; a cancelled job is put back and run again by another replica,
@@ -105,6 +111,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		PeriodicJobs:         periodic,
 		FetchPollInterval:    poll,
 		FetchCooldown:        min(poll, 100*time.Millisecond),
+		JobTimeout:           jobTimeout,
 		RescueStuckJobsAfter: rescueAfter,
 		SoftStopTimeout:      softStop,
 		Logger:               quiet(cfg.Log),

@@ -137,11 +137,6 @@ func (w *deliverWorker) NextRetry(job *river.Job[deliverArgs]) time.Time {
 	return time.Now().Add(w.d.cfg.RetrySchedule.Delay(job.Attempt))
 }
 
-// Timeout covers one request and the bookkeeping around it.
-func (w *deliverWorker) Timeout(*river.Job[deliverArgs]) time.Duration {
-	return requestTimeout + 15*time.Second
-}
-
 func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) error {
 	final := job.Attempt >= min(w.d.cfg.RetrySchedule.Attempts(), job.MaxAttempts)
 	err := w.d.deliver(ctx, job.Args.DeliveryID, final)
