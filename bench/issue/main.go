@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -55,6 +56,7 @@ type options struct {
 	pgbench string
 	verbose bool
 	profile string
+	keys    bool
 }
 
 func parseFlags() (options, error) {
@@ -72,6 +74,7 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.pgbench, "pgbench", "pgbench", "the pgbench binary")
 	flag.BoolVar(&o.verbose, "v", false, "print pgbench's report with per-statement latencies")
 	flag.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of the HTTP runs to this file")
+	flag.BoolVar(&o.keys, "keys", true, "send an Idempotency-Key with each issue, as a client that retries safely does")
 	flag.Parse()
 	for _, s := range strings.Split(*levels, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(s))
@@ -109,22 +112,25 @@ func run() error {
 	defer b.pool.Close()
 	defer b.app.Close()
 
-	fmt.Printf("bench-issue: %d issues per round, level and side; %d alternating rounds (median shown); server pool %d conns\n\n",
-		o.n, o.rounds, b.pool.Config().MaxConns)
-	fmt.Printf("%-12s %14s %14s %8s   %s\n", "concurrency", "ours (HTTP)/s", "raw SQL/s", "ratio", "rounds (ours/raw)")
+	fmt.Printf("bench-issue: %d issues per round, level and side; %d alternating rounds (median shown); server pool %d conns; Idempotency-Key sent: %t\n",
+		o.n, o.rounds, b.pool.Config().MaxConns, o.keys)
+	fmt.Printf("CPU/issue is this process's (the service and its clients) during ours\n\n")
+	fmt.Printf("%-12s %14s %14s %8s %10s   %s\n", "concurrency", "ours (HTTP)/s", "raw SQL/s", "ratio", "CPU/issue", "rounds (ours/raw)")
 	var delivered []string
 	for _, c := range o.levels {
 		n := o.n - o.n%c
-		var ours, raw, rates []float64
+		var ours, raw, rates, cpu []float64
 		var detail []string
 		var latencies []time.Duration
 		// Alternating rounds: load from elsewhere on the machine drifts,
 		// and alternation spreads it over both sides.
 		for range o.rounds {
+			before := processCPU()
 			o1, d, err := b.ours(ctx, c, n)
 			if err != nil {
 				return fmt.Errorf("ours at %d: %w", c, err)
 			}
+			cpu = append(cpu, float64(processCPU()-before)/float64(n))
 			r1, err := b.raw(ctx, c, n)
 			if err != nil {
 				return fmt.Errorf("raw at %d: %w", c, err)
@@ -134,7 +140,7 @@ func run() error {
 			detail = append(detail, fmt.Sprintf("%.0f/%.0f", o1, r1))
 		}
 		mo, mr := median(ours), median(raw)
-		fmt.Printf("%-12d %14.0f %14.0f %7.0f%%   %s\n", c, mo, mr, 100*mo/mr, strings.Join(detail, " "))
+		fmt.Printf("%-12d %14.0f %14.0f %7.0f%% %10s   %s\n", c, mo, mr, 100*mo/mr, time.Duration(median(cpu)).Round(time.Microsecond), strings.Join(detail, " "))
 		delivered = append(delivered, fmt.Sprintf("%-12d %14.0f %14s", c, median(rates), p99(latencies).Round(time.Millisecond)))
 	}
 	fmt.Printf("\ninvoice.issued webhooks to a local receiver during ours (target: p99 ≤ 1 s)\n%-12s %14s %14s\n", "concurrency", "deliveries/s", "p99 commit→delivery")
@@ -363,6 +369,9 @@ func (b *bench) ours(ctx context.Context, c, n int) (float64, deliveries, error)
 			for i := range work {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.base+"/v1/invoices/"+ids[i].String()+"/issue", nil)
 				req.Header.Set("Authorization", "Bearer "+b.token)
+				if b.o.keys {
+					req.Header.Set("Idempotency-Key", "issue-"+ids[i].String())
+				}
 				resp, err := client.Do(req)
 				if err != nil {
 					failed.Add(1)
@@ -386,4 +395,13 @@ func (b *bench) ours(ctx context.Context, c, n int) (float64, deliveries, error)
 	}
 	d, err := b.measureDeliveries(start, ids, committed)
 	return float64(n) / elapsed.Seconds(), d, err
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
