@@ -2,21 +2,15 @@ package invoices
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
-	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/store"
-	"github.com/labstack/echo/v4"
 )
 
 // CodeSellerNotConfigured is the 503 problem code of a document asked for
@@ -208,79 +202,4 @@ func CreditNoteDocument(cn *CreditNote, seller document.Party) *document.Documen
 func civil(t time.Time) time.Time {
 	y, m, day := t.UTC().Date()
 	return time.Date(y, m, day, 0, 0, 0, 0, time.UTC)
-}
-
-// InvoicePDF serves GET /v1/invoices/{id}/pdf: the invoice as its PDF. It
-// is a rendering of get-invoice, not a capability of its own: it reads
-// the invoice through get-invoice, so whoever may read the invoice may
-// have its document, and an agent, which cannot use a PDF, reads the
-// JSON. The document's own read (the invoice with its customer, payments
-// and credit notes) is one snapshot.
-func (h *Handler) InvoicePDF(c echo.Context) error {
-	id, err := server.PathID(c, "invoice")
-	if err != nil {
-		return err
-	}
-	if _, err := runRead[*Invoice](h, c, CapGetInvoice, "invoice_id", id); err != nil {
-		return err
-	}
-	d, _, err := InvoiceDocument(c.Request().Context(), h.DB, id, h.Seller)
-	if err != nil {
-		return err
-	}
-	if err := RequireSeller(d.Seller); err != nil {
-		return err
-	}
-	c.Response().Header().Set("Cache-Control", "private, no-cache")
-	return WritePDF(c, d)
-}
-
-// CreditNotePDF serves GET /v1/credit-notes/{id}/pdf, a rendering of
-// get-credit-note. A credit note never changes, so neither do its bytes.
-func (h *Handler) CreditNotePDF(c echo.Context) error {
-	id, err := server.PathID(c, "credit note")
-	if err != nil {
-		return err
-	}
-	cn, err := runRead[*CreditNote](h, c, CapGetCreditNote, "credit_note_id", id)
-	if err != nil {
-		return err
-	}
-	d := CreditNoteDocument(cn, h.Seller)
-	if err := RequireSeller(d.Seller); err != nil {
-		return err
-	}
-	c.Response().Header().Set("Cache-Control", "private, no-cache")
-	return WritePDF(c, d)
-}
-
-// runRead runs the read capability name on the object {key: id}.
-func runRead[T any](h *Handler, c echo.Context, name, key string, id uuid.UUID) (T, error) {
-	var zero T
-	in, err := capability.ParseInput([]byte(`{"` + key + `":"` + id.String() + `"}`))
-	if err != nil {
-		return zero, err
-	}
-	out, err := h.Caps.Run(c, name, in, capability.PathREST)
-	if err != nil {
-		return zero, err
-	}
-	return out.(T), nil
-}
-
-// WritePDF renders d and answers with it, shown inline and named by its
-// number (or draft-<id>). The ETag is a hash of the bytes, which are the
-// same for the same document, so a client holding them gets a 304 (the
-// server's If-None-Match middleware).
-func WritePDF(c echo.Context, d *document.Document) error {
-	pdf, err := document.Render(d)
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256(pdf)
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	hd := c.Response().Header()
-	hd.Set("ETag", etag)
-	hd.Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": d.FileName()}))
-	return c.Blob(http.StatusOK, "application/pdf", pdf)
 }

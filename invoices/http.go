@@ -1,7 +1,10 @@
 package invoices
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -269,3 +272,78 @@ func (h *Handler) PaymentReverse(c echo.Context) error {
 
 // Receivables serves GET /v1/reports/receivables.
 func (h *Handler) Receivables(c echo.Context) error { return h.list(c, CapReceivables) }
+
+// InvoicePDF serves GET /v1/invoices/{id}/pdf: the invoice as its PDF. It
+// is a rendering of get-invoice, not a capability of its own: it reads
+// the invoice through get-invoice, so whoever may read the invoice may
+// have its document, and an agent, which cannot use a PDF, reads the
+// JSON. The document's own read (the invoice with its customer, payments
+// and credit notes) is one snapshot.
+func (h *Handler) InvoicePDF(c echo.Context) error {
+	id, err := server.PathID(c, "invoice")
+	if err != nil {
+		return err
+	}
+	if _, err := runRead[*Invoice](h, c, CapGetInvoice, "invoice_id", id); err != nil {
+		return err
+	}
+	d, _, err := InvoiceDocument(c.Request().Context(), h.DB, id, h.Seller)
+	if err != nil {
+		return err
+	}
+	if err := RequireSeller(d.Seller); err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "private, no-cache")
+	return WritePDF(c, d)
+}
+
+// CreditNotePDF serves GET /v1/credit-notes/{id}/pdf, a rendering of
+// get-credit-note. A credit note never changes, so neither do its bytes.
+func (h *Handler) CreditNotePDF(c echo.Context) error {
+	id, err := server.PathID(c, "credit note")
+	if err != nil {
+		return err
+	}
+	cn, err := runRead[*CreditNote](h, c, CapGetCreditNote, "credit_note_id", id)
+	if err != nil {
+		return err
+	}
+	d := CreditNoteDocument(cn, h.Seller)
+	if err := RequireSeller(d.Seller); err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "private, no-cache")
+	return WritePDF(c, d)
+}
+
+// runRead runs the read capability name on the object {key: id}.
+func runRead[T any](h *Handler, c echo.Context, name, key string, id uuid.UUID) (T, error) {
+	var zero T
+	in, err := capability.ParseInput([]byte(`{"` + key + `":"` + id.String() + `"}`))
+	if err != nil {
+		return zero, err
+	}
+	out, err := h.Caps.Run(c, name, in, capability.PathREST)
+	if err != nil {
+		return zero, err
+	}
+	return out.(T), nil
+}
+
+// WritePDF renders d and answers with it, shown inline and named by its
+// number (or draft-<id>). The ETag is a hash of the bytes, which are the
+// same for the same document, so a client holding them gets a 304 (the
+// server's If-None-Match middleware).
+func WritePDF(c echo.Context, d *document.Document) error {
+	pdf, err := document.Render(d)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(pdf)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	hd := c.Response().Header()
+	hd.Set("ETag", etag)
+	hd.Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": d.FileName()}))
+	return c.Blob(http.StatusOK, "application/pdf", pdf)
+}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/identity"
-	"github.com/labstack/echo/v4"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -64,36 +63,6 @@ func (c caller) recheck(maxAge time.Duration) error {
 		return nil
 	}
 	return identity.Recheck(c.reqCtx)
-}
-
-// RecheckStreams is route middleware for /mcp: an open GET stream (where
-// notifications arrive) re-checks its credential every heartbeat and ends
-// once it no longer authenticates the same principal (ADR-0011 #20).
-func (s *Service) RecheckStreams(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if c.Request().Method != http.MethodGet {
-			return next(c)
-		}
-		ctx, cancel := context.WithCancel(c.Request().Context())
-		defer cancel()
-		c.SetRequest(c.Request().WithContext(ctx))
-		go func() {
-			t := time.NewTicker(s.cfg.Heartbeat)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					if err := identity.Recheck(ctx); err != nil {
-						cancel()
-						return
-					}
-				}
-			}
-		}()
-		return next(c)
-	}
 }
 
 // sdkLogger passes the SDK's warnings and errors to log; its info lines

@@ -1,9 +1,11 @@
 package mcp
 
 import (
+	"context"
 	"net/http"
 	"time"
 
+	"github.com/invoiced/invoiced/identity"
 	"github.com/labstack/echo/v4"
 )
 
@@ -59,3 +61,33 @@ func (w *boundWriter) Flush() { _ = w.FlushError() }
 func (w *boundWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *boundWriter) deadline() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout)) }
+
+// RecheckStreams is route middleware for /mcp: an open GET stream (where
+// notifications arrive) re-checks its credential every heartbeat and ends
+// once it no longer authenticates the same principal (ADR-0011 #20).
+func (s *Service) RecheckStreams(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().Method != http.MethodGet {
+			return next(c)
+		}
+		ctx, cancel := context.WithCancel(c.Request().Context())
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(ctx))
+		go func() {
+			t := time.NewTicker(s.cfg.Heartbeat)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					if err := identity.Recheck(ctx); err != nil {
+						cancel()
+						return
+					}
+				}
+			}
+		}()
+		return next(c)
+	}
+}
