@@ -226,7 +226,7 @@ func multiLine(s string) string { return printable(s, true) }
 // error, or an index out of range: a panic), and the Go fonts draw none
 // of them; U+FFFD has a glyph in both Go fonts, so the reader sees that
 // something stood there. A character of the plane without a glyph still
-// draws as a box and keeps its text (README, "Invoice documents").
+// draws as a box and keeps its text (docs/documents.md, "Amounts and scripts").
 const Replacement = '\uFFFD'
 
 // printable is s as the document draws it: invalid UTF-8 and characters

@@ -45,7 +45,7 @@ CREATE UNIQUE INDEX approval_policy_rules_in_force_key ON approval_policy_rules
 -- The seed is the behaviour before policy was data: issuing at or above
 -- 10,000 major units of any currency needs two approvers, everything
 -- else one. It is as currency-blind as that was (¥10,000 and BHD 10,000
--- alike); the README shows an admin how to state per-currency rules.
+-- alike); docs/approvals.md shows an admin how to state per-currency rules.
 INSERT INTO approval_policy_versions (version, changed_at) VALUES (1, now());
 INSERT INTO approval_policy_rules (id, capability, currency, min_amount_major, approvers, from_version)
 VALUES (gen_random_uuid(), 'issue-invoice', NULL, 10000, 2, 1);

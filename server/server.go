@@ -39,7 +39,7 @@ type Config struct {
 	Metrics *Metrics
 }
 
-// DefaultConfig returns the defaults documented in the README.
+// DefaultConfig returns the defaults documented in docs/operating.md.
 func DefaultConfig() Config {
 	return Config{Addr: ":8080", BodyLimit: "1M", ReadTimeout: 15 * time.Second, IdleTimeout: 120 * time.Second}
 }

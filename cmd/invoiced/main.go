@@ -1,6 +1,6 @@
 // Command invoiced is the invoicing back office an LLM agent can operate
 // safely: `invoiced serve` runs the HTTP API, `invoiced migrate` manages the
-// schema, and the other subcommands are for ops. See README.md.
+// schema, and the other subcommands are for ops. See README.md and docs/operating.md.
 package main
 
 import (
@@ -51,7 +51,7 @@ Usage:
   invoiced version                           print the version
 
 Every subcommand takes --help. Configuration comes from the environment
-(DATABASE_URL, INVOICED_ADDR, …); see README.md.
+(DATABASE_URL, INVOICED_ADDR, …); see docs/operating.md.
 `
 
 // run dispatches a subcommand and returns the process exit status.

@@ -190,7 +190,7 @@ func approvalSettings(e env, p *approvals.Policy) error {
 	for _, key := range []string{"INVOICED_APPROVAL_QUORUM_THRESHOLD", "INVOICED_APPROVAL_QUORUM"} {
 		if e.get(key, "") != "" {
 			return fmt.Errorf("%s is not a setting: how many approvers a request needs is the approval policy in the database, "+
-				"which an admin reads with `invoiced policy list` and changes with `invoiced policy set` (README: Approval policy); unset %s", key, key)
+				"which an admin reads with `invoiced policy list` and changes with `invoiced policy set` (docs/approvals.md); unset %s", key, key)
 		}
 	}
 	return nil
@@ -240,7 +240,7 @@ func gcDefault(e env) {
 }
 
 // shutdownGrace is how long in-flight requests get to finish once a
-// signal asks serve to stop (README: Operations).
+// signal asks serve to stop (docs/operating.md, "Health and shutdown").
 const shutdownGrace = 20 * time.Second
 
 // cmdServe runs the HTTP API: the settings, the schema check, the side
