@@ -4,7 +4,7 @@
 // OpenAI-compatible model server and sets INVOICED_URL and INVOICED_TOKEN
 // (and INVOICED_APP_* for the whole service, see scenario 4), once per
 // request mode: INVOICED_REQUEST_MODE=full sends the whole message list
-// (ai@7's default body), =last only the last message, as the README's
+// (ai@7's default body), =last only the last message, as docs/chat.md's
 // prepareSendMessagesRequest does.
 // Prints one JSON line of observations for the Go side; exits non-zero on a
 // failed assertion.

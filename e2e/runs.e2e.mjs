@@ -1,6 +1,6 @@
 // End-to-end: runs that survive the tab, driven by the real ai@7 client
 // classes (AbstractChat, DefaultChatTransport) as useChat({ resume: true })
-// and the README's setup use them. Run by steploop's
+// and docs/chat.md's setup use them. Run by steploop's
 // TestE2ERunsWithTheAISDKClient, which serves two replicas of the step loop
 // on one database (INVOICED_URL_A, INVOICED_URL_B), a third in a process of
 // its own (INVOICED_REPLICA_URL, INVOICED_REPLICA_PID) and a fake
@@ -43,7 +43,7 @@ const recordingFetch = async (url, init) => {
   return new Response(a, { status: r.status, statusText: r.statusText, headers: r.headers });
 };
 
-// The README's setup: resume, the last message only (mode 'last') or the
+// docs/chat.md's setup: resume, the last message only (mode 'last') or the
 // whole list (mode 'full').
 class Chat extends AbstractChat {
   constructor(id, { base = A, mode = 'last', messages = [], tok = token } = {}) {
@@ -153,7 +153,7 @@ const uid = (s) => `${s}-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
 
 // (c) Stop mid-text and mid-tool: useChat's stop() and the stop route,
 // then a new message, accepted, in both request modes; and the stop route
-// alone (the README's button), whose client then holds the stored copy.
+// alone (docs/chat.md's button), whose client then holds the stored copy.
 for (const mode of ['full', 'last']) {
   for (const [what, text, started] of [
     ['mid-text', 'tell a slow story', (c) => textOf(answer(c)).length > 0],

@@ -207,7 +207,7 @@ for (const approved of [true, false]) {
   await followUp(name, chat);
   await compare(`${name}(after follow-up)`, chat, id);
 }
-// The README's stop button: POST /v1/chat/{id}/stop, which answers once
+// docs/chat.md's stop button: POST /v1/chat/{id}/stop, which answers once
 // the run has ended (200), or 204 when it had ended already. A client
 // still reading gets the run's end (abort, then finish "interrupted"):
 // its copy is the stored one, and its next message is accepted.

@@ -1,6 +1,6 @@
-// The README's bridge for clients that cannot send an Authorization
+// docs/mcp.md's bridge for clients that cannot send an Authorization
 // header (Claude Desktop's config spawns a stdio command): mcp-remote,
-// pinned in package.json, run with the README's arguments, the token in
+// pinned in package.json, run with docs/mcp.md's arguments, the token in
 // the environment. The official TypeScript SDK's stdio client speaks to
 // it as such a client does. Prints one JSON line of what it saw.
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ const env = (k) => { const v = process.env[k]; assert.ok(v, `${k} is not set`); 
 const url = env('INVOICED_MCP_URL');
 const token = env('INVOICED_CLERK_TOKEN');
 const draftID = env('INVOICED_DRAFT_ID');
-// The header argument as the README writes it: mcp-remote expands
+// The header argument as docs/mcp.md writes it: mcp-remote expands
 // ${AUTH_HEADER} itself, and the value's space stays out of the argument
 // list, which some clients split on spaces.
 const header = env('INVOICED_BRIDGE_HEADER');
