@@ -215,13 +215,12 @@ func (s *Service) AddWorkers(w *river.Workers) {
 	river.AddWorker(w, &remindWorker{s: s})
 }
 
-// Describe logs once what the notifier will do.
+// Describe logs once where mails go; serve's start-up line says when
+// there is no mail at all.
 func (s *Service) Describe(log *slog.Logger) {
-	if s.sender == nil {
-		log.Info("notification mails are off: INVOICED_SMTP_URL is not set")
-		return
+	if s.sender != nil {
+		log.Info("notification mails on", "smtp", s.sender.Server().String(), "public_url", s.publicURL)
 	}
-	log.Info("notification mails on", "smtp", s.sender.Server().String(), "public_url", s.publicURL)
 }
 
 // endpointMail is what the endpoint-disabled mail shows.

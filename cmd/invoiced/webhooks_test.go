@@ -141,5 +141,6 @@ func TestServeSaysOnceThatMailIsOff(t *testing.T) {
 	cancel()
 	r := <-done
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, 1, strings.Count(r.stdout, "notification mails are off: INVOICED_SMTP_URL is not set"), r.stdout)
+	require.Equal(t, 1, strings.Count(r.stdout, "no SMTP server, so no mail"), r.stdout)
+	require.Equal(t, 1, strings.Count(r.stdout, "INVOICED_SMTP_URL"), "one line names the setting: %s", r.stdout)
 }
