@@ -22,9 +22,9 @@
 //
 // The artefacts let AE's seller and buyer show a tax registration or
 // legal registration number instead of a VAT identifier (BR-AE-02); this
-// package asks for both VAT identifiers, since Article 226(4) needs the
-// customer's for a reverse charge and the seller's is what the customer
-// reports it under.
+// package asks for both VAT identifiers, as Article 226 names them: the
+// seller's, under which it supplies (point 3), and the customer's, under
+// which it receives a supply it pays the VAT on (point 4).
 package vat
 
 import (
@@ -33,6 +33,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/invoiced/invoiced/money"
 	"golang.org/x/text/language"
 )
 
@@ -51,9 +52,6 @@ const (
 	CanaryIslands  Category = "L"
 	CeutaMelilla   Category = "M"
 )
-
-// MaxRateBPS is 100 % in basis points.
-const MaxRateBPS = 10000
 
 // rateRule says which rates a category allows.
 type rateRule int
@@ -217,14 +215,15 @@ func percent(bps int64) string {
 // allow, naming the artefacts' rule: S needs a rate above 0 (BR-S-05); Z,
 // E, AE, K and G a rate of 0 (BR-Z-05, …); O has no rate at all
 // (BR-O-05), which a rate of 0 stands for here; L and M take any rate
-// (BR-AF-05, BR-AG-05). Every rate is between 0 and MaxRateBPS.
+// (BR-AF-05, BR-AG-05). Every rate is between 0 and
+// money.MaxTaxRateBPS.
 func (c Category) CheckRate(bps int64) error {
 	r, err := of(c)
 	if err != nil {
 		return err
 	}
-	if bps < 0 || bps > MaxRateBPS {
-		return fmt.Errorf("a VAT rate must be between 0 and %d basis points (0 to 100 %%)", MaxRateBPS)
+	if bps < 0 || bps > money.MaxTaxRateBPS {
+		return fmt.Errorf("a VAT rate must be between 0 and %d basis points (0 to 100 %%)", money.MaxTaxRateBPS)
 	}
 	rule := r.rules + "-05"
 	switch {
