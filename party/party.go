@@ -164,6 +164,16 @@ func Join(fields ...[]problem.FieldError) error {
 	return problem.Validation(all...)
 }
 
+// Line checks one line of text a party's record holds (a name, a tax
+// number): trimmed, at most max characters, nothing in it that shows
+// nothing or reorders what is shown (text.Name); required refuses an
+// empty one. It returns the trimmed text and what is wrong, named field.
+func Line(field, s string, max int, required bool) (string, []problem.FieldError) {
+	var bad fieldErrors
+	s, _ = bad.line(field, s, max, required)
+	return s, bad
+}
+
 // fieldErrors collects the fields a check refuses.
 type fieldErrors []problem.FieldError
 
