@@ -151,3 +151,30 @@ func attr(e xml.StartElement, name string) string {
 	}
 	return ""
 }
+
+// Drift returns the codes of the artefacts' list (want) that an embedded
+// list (got) lacks, and those it has beyond it, both sorted, so that a
+// drift test names the few codes that moved rather than both lists.
+func Drift(want, got []string) (missing, extra []string) {
+	in := func(list []string) map[string]bool {
+		m := make(map[string]bool, len(list))
+		for _, c := range list {
+			m[c] = true
+		}
+		return m
+	}
+	w, g := in(want), in(got)
+	for c := range w {
+		if !g[c] {
+			missing = append(missing, c)
+		}
+	}
+	for c := range g {
+		if !w[c] {
+			extra = append(extra, c)
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(extra)
+	return missing, extra
+}

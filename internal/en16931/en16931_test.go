@@ -52,3 +52,13 @@ func TestDirNamesTheSettingWhenTheArtefactsAreMissing(t *testing.T) {
 	require.ErrorContains(t, err, en16931.DirEnv)
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
+
+func TestDriftNamesTheCodesThatMoved(t *testing.T) {
+	t.Parallel()
+	missing, extra := en16931.Drift([]string{"C62", "HUR", "KGM"}, []string{"KGM", "PCE", "C62"})
+	require.Equal(t, []string{"HUR"}, missing)
+	require.Equal(t, []string{"PCE"}, extra)
+	missing, extra = en16931.Drift([]string{"A", "B"}, []string{"B", "A"})
+	require.Empty(t, missing)
+	require.Empty(t, extra)
+}
