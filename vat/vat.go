@@ -3,16 +3,16 @@
 // CEN validation artefacts (release validation-1.3.16) check it and as
 // Article 226 of Directive 2006/112/EC requires it to be printed.
 //
-//	code  category                rate (BT-152)  exemption reason  seller     buyer
-//	S     standard rated          above 0        none (BR-S-10)    VAT or tax id
-//	Z     zero rated              0              none (BR-Z-10)    VAT or tax id
-//	E     exempt from VAT         0              text or code      VAT or tax id
-//	AE    reverse charge          0              text or code      VAT id     VAT id
-//	K     intra-community supply  0              text or code      VAT id     VAT id
-//	G     export outside the EU   0              text or code      VAT id
-//	O     not subject to VAT      none (0 here)  text or code
-//	L     IGIC, Canary Islands    0 or above     none (BR-AF-10)   VAT or tax id
-//	M     IPSI, Ceuta and Melilla 0 or above     none (BR-AG-10)   VAT or tax id
+//	code  category                 rate (BT-152)  exemption reason  seller         buyer
+//	S     standard rated           above 0        none (BR-S-10)    VAT or tax id
+//	Z     zero rated               0              none (BR-Z-10)    VAT or tax id
+//	E     exempt from VAT          0              text or code      VAT or tax id
+//	AE    reverse charge           0              text or code      VAT id         VAT id
+//	K     intra-community supply   0              text or code      VAT id         VAT id
+//	G     export outside the EU    0              text or code      VAT id
+//	O     not subject to VAT       none (0 here)  text or code
+//	L     IGIC, Canary Islands     0 or above     none (BR-AF-10)   VAT or tax id
+//	M     IPSI, Ceuta and Melilla  0 or above     none (BR-AG-10)   VAT or tax id
 //
 // Beyond a line: an invoice with an O line has only O lines (BR-O-11 to
 // BR-O-14), and one with a K line has a supply date or period (BR-IC-11)
