@@ -332,9 +332,13 @@ try {
   log("7 inert");
 
   // 8. Opening the conversation from the list: at its end.
+  // The address is already the conversation's: the new document's load
+  // says the page was opened again.
+  const loaded = page.waitForEvent("load");
   await page.locator(".conv-list").getByRole("link", { name: /Which invoices are still drafts\?/ }).click();
-  await page.waitForURL(`${BASE}/chat/${conversation}`);
-  await page.getByText(/Here is something odd/).waitFor();
+  await loaded;
+  assert.equal(page.url(), `${BASE}/chat/${conversation}`);
+  await answer().getByText(/Here is something odd/).waitFor();
   await inView("8 opened");
   await shot(page, "chat-8-opened.png");
   log("8 opened at its end");

@@ -85,9 +85,9 @@ export async function newestInView(page, label) {
     return r;
   };
   try {
-    await page.waitForFunction(`(${measure})().ok`, null, { timeout: 3000, polling: "raf" });
-  } catch {
+    await page.waitForFunction(`(${measure})().ok`, null, { timeout: 5000, polling: 50 });
+  } catch (err) {
     const r = await page.evaluate(measure);
-    assert.fail(`${label}: the newest message is not in view above the message box: ${JSON.stringify(r)}`);
+    assert.fail(`${label}: the newest message is not in view above the message box: ${JSON.stringify(r)} (${err.message.split("\n")[0]})`);
   }
 }
