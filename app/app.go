@@ -18,6 +18,7 @@ import (
 	"github.com/invoiced/invoiced/mcp"
 	"github.com/invoiced/invoiced/notify"
 	"github.com/invoiced/invoiced/outbox"
+	"github.com/invoiced/invoiced/seller"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/store"
@@ -94,6 +95,7 @@ type App struct {
 	caps     *capability.Registry
 	invoices *invoices.Service
 	seller   document.Party
+	sellers  *seller.Service
 	chat     *steploop.Service
 	mcp      *mcp.Service
 }
@@ -113,6 +115,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	// freezes the seller into the invoice or credit note.
 	cfg.Invoices.Seller = cfg.Seller
 	a.invoices = invoices.NewService(pool, a.approvalGate, a.events, cfg.Invoices)
+	a.sellers = seller.NewService(pool, nil)
 	a.caps = capability.NewRegistry()
 	for _, c := range invoices.Capabilities(a.invoices) {
 		if err := a.caps.Register(c); err != nil {

@@ -137,6 +137,8 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/chat", idNone},
 	{"GET", "/chat/{}", idConversation},
 	{"GET", "/approvals/{}/conversation", idApproval},
+	{"GET", "/v1/seller", idNone},
+	{"PUT", "/v1/seller", idNone},
 }
 
 // fuzzInput is one fuzzed request.
@@ -309,7 +311,8 @@ func (env *fuzzEnv) fingerprint(t testing.TB) string {
 		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM webhook_endpoints),
 		(SELECT count(*) || ':' || coalesce(sum(attempts), 0) FROM webhook_deliveries),
 		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM payments),
-		(SELECT count(*) FROM credit_notes)) || '#' || concat_ws('|',
+		(SELECT count(*) FROM credit_notes),
+		(SELECT coalesce(sum(version), 0) FROM seller)) || '#' || concat_ws('|',
 		(SELECT count(*) FROM audit_events),
 		(SELECT count(*) || ':' || count(*) FILTER (WHERE status IN ('pending', 'approved')) FROM approval_requests))`).Scan(&fp)
 	require.NoError(t, err)
@@ -571,6 +574,14 @@ func fuzzSeeds() []fuzzInput {
 	}
 	add("POST", "/login", 3, "", "username=fz-admin&password=wrong")
 	settlementSeeds(add)
+	for _, b := range []string{
+		`{"legal_name":"Fuzz Seller","address":{"country":"uk"},"vat_id":"GR094064321"}`,
+		`{"legal_name":"Fuzz Seller","bank_accounts":[{"iban":"DE89 3704 0044 0532 0130 00","bic":"COBADEFF"}]}`,
+		`{"legal_name":"","payment_terms_days":-1,"bank_accounts":null,"address":null}`,
+	} {
+		add("PUT", "/v1/seller", 0, "", b)
+		add("PUT", "/v1/seller", 1, "", b)
+	}
 	seeds = append(seeds,
 		fuzzInput{route: routeIdx("PATCH", "/v1/customers/{}"), role: 1, body: []byte(`{"name":"New"}`), ifMatch: `"1"`, contentType: "application/json"},
 		fuzzInput{route: routeIdx("PATCH", "/v1/customers/{}"), role: 1, body: []byte(`{"name":"New"}`), ifMatch: `"99999999999999999999999"`, contentType: "application/json"},

@@ -47,6 +47,8 @@ func TestEveryETagHonoursIfNoneMatch(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
 	var endpoint struct{ ID string }
 	r.JSON(t, &endpoint)
+	r = h.Do(t, "PUT", "/v1/seller", adminTok, map[string]any{"legal_name": "Example Seller"}, "If-None-Match", "*")
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 	sid, _, err := web.SessionCreate(ctx, h.Pool, clerk.ID, time.Hour)
 	require.NoError(t, err)
 
@@ -63,6 +65,7 @@ func TestEveryETagHonoursIfNoneMatch(t *testing.T) {
 		"get-approval-policy":  {"/v1/approval-policy", adminTok, nil},
 		"get-user":             {"/v1/users/" + clerk.ID.String(), adminTok, nil},
 		"get-webhook-endpoint": {"/v1/webhook-endpoints/" + endpoint.ID, adminTok, nil},
+		"get-seller":           {"/v1/seller", clerkTok, nil},
 		"page-invoice-pdf":     {"/invoices/" + draft.ID.String() + "/pdf", "", byCookie},
 	}
 

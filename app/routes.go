@@ -13,6 +13,7 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/openapi"
+	"github.com/invoiced/invoiced/seller"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/webhooks"
 	"github.com/labstack/echo/v4"
@@ -38,6 +39,7 @@ func (a *App) Routes(e *echo.Echo) {
 	v1 := e.Group("/v1")
 	a.userRoutes(v1)
 	a.invoiceRoutes(v1)
+	a.sellerRoutes(v1)
 	a.approvalRoutes(e, v1)
 	a.webhookRoutes(v1)
 	a.mcpRoutes(e)
@@ -89,6 +91,15 @@ func (a *App) invoiceRoutes(v1 *echo.Group) {
 	get(v1, "/invoices/:id/payments", inv.PaymentList)
 	v1.POST("/payments/:id/reverse", inv.PaymentReverse)
 	get(v1, "/reports/receivables", inv.Receivables)
+}
+
+// sellerRoutes mounts who issues the invoices: every signed-in user reads
+// it (a clerk sees what an invoice will say of the seller); admins change
+// it (the service checks, for the CLI too).
+func (a *App) sellerRoutes(v1 *echo.Group) {
+	s := &seller.Handler{Svc: a.sellers}
+	get(v1, "/seller", s.Get)
+	v1.PUT("/seller", s.Put, identity.RequireRole(identity.RoleAdmin))
 }
 
 // approvalRoutes mounts approval requests and their decisions, and the
