@@ -175,7 +175,7 @@ func (p Precondition) check(current int64) error {
 			"the seller is set already, at version %d; fetch it and send If-Match with its ETag", current)).With("current_version", current)
 	case p.Exists && current == 0:
 		return problem.New(http.StatusPreconditionFailed, etag.CodeVersionMismatch,
-			"no seller is set yet: set the first with If-None-Match: * instead of If-Match").With("current_version", 0)
+			"no seller is set yet: set the first with If-None-Match: * instead of If-Match").With("current_version", int64(0))
 	case p.Exists:
 		return etag.CheckIfMatch(p.Match, current)
 	}

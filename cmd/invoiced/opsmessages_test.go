@@ -223,7 +223,7 @@ func TestServeSaysWhatIsOff(t *testing.T) {
 	for _, words := range []string{
 		"no model, so no chat", "INVOICED_MODEL_PROVIDER",
 		"no SMTP server, so no mail", "INVOICED_SMTP_URL",
-		"no seller, so no PDFs", "INVOICED_SELLER_NAME",
+		"no seller, so no PDFs", "invoiced seller set",
 		`"off":["chat","mail","documents","metrics"]`,
 	} {
 		require.Contains(t, r.stdout, words)

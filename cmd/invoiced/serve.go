@@ -12,14 +12,10 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/approvals"
-	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/server"
@@ -40,6 +36,9 @@ type config struct {
 	MetricsAddr string
 	MaxConns    int32
 	App         app.Config
+	// SellerSeed is the seller INVOICED_SELLER_* give, nil when none is
+	// set: it seeds a database without a seller (sellerAtStart).
+	SellerSeed *sellerSeed
 }
 
 // checkAddr refuses an address that is not host:port or :port, naming
@@ -123,7 +122,7 @@ func loadConfig(e env) (config, error) {
 	if c.App.Webhooks, err = webhookSettings(e); err != nil {
 		return c, err
 	}
-	if err := sellerSettings(e, &c.App.Seller); err != nil {
+	if c.SellerSeed, err = sellerSettings(e); err != nil {
 		return c, err
 	}
 	if c.App.Chat, err = steploop.LimitsFromSettings(func(k string) string { return e.get(k, "") }); err != nil {
@@ -196,34 +195,6 @@ func approvalSettings(e env, p *approvals.Policy) error {
 	return nil
 }
 
-// sellerSettings reads who issues the documents. The address is several
-// lines: newlines, or the two characters \n for an env file that cannot
-// hold a newline. Control characters are refused by name: a PDF cannot
-// show them.
-func sellerSettings(e env, p *document.Party) error {
-	const rule = " must be UTF-8 text of at most 1,000 characters without control characters"
-	for _, s := range []struct {
-		key, rule string
-		dst       *string
-		multiLine bool
-	}{
-		{"INVOICED_SELLER_NAME", rule, &p.Name, false},
-		{"INVOICED_SELLER_ADDRESS", rule + " (lines separated by newlines or \\n)", &p.Address, true},
-		{"INVOICED_SELLER_TAX_ID", rule, &p.TaxID, false},
-	} {
-		v := strings.TrimSpace(e.get(s.key, ""))
-		if s.multiLine {
-			v = strings.ReplaceAll(strings.ReplaceAll(v, `\n`, "\n"), "\r\n", "\n")
-		}
-		bad := strings.ContainsFunc(v, func(r rune) bool { return unicode.IsControl(r) && (r != '\n' || !s.multiLine) })
-		if bad || !utf8.ValidString(v) || utf8.RuneCountInString(v) > 1000 {
-			return errors.New(s.key + s.rule)
-		}
-		*s.dst = v
-	}
-	return nil
-}
-
 // defaultGCPercent is serve's garbage-collection target when GOGC is not
 // set. The live heap is small (about 10 MiB under 32 concurrent chats), so
 // at Go's 100 the collector ran every few milliseconds; at 400 `make
@@ -260,7 +231,6 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 	}
 	log := newLogger(e, stdout)
 	gcDefault(e)
-	logWhatIsOff(cfg, log)
 	l, err := listen("INVOICED_ADDR", cfg.HTTP.Addr)
 	if err != nil {
 		return err
@@ -277,6 +247,10 @@ func cmdServe(ctx context.Context, e env, args []string, stdout, stderr io.Write
 		return err
 	}
 	defer pool.Close()
+	if err := sellerAtStart(ctx, pool, &cfg, log); err != nil {
+		return err
+	}
+	logWhatIsOff(cfg, log)
 
 	stopSides, err := serveSides(e, &cfg, pool, log)
 	if err != nil {

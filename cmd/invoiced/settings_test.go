@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/party"
 	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/stretchr/testify/require"
 )
@@ -65,31 +65,46 @@ func TestServeRefusesTheQuorumSettingsPointingAtThePolicy(t *testing.T) {
 	}
 }
 
-// The seller's details come from INVOICED_SELLER_*: an address of several
-// lines (newlines, or \n in an env file), and a value a PDF cannot show
-// refused by name.
+// INVOICED_SELLER_* give the seller that seeds a database without one:
+// the name is the legal name, the address its street lines (newlines, or
+// \n in an env file), the tax id the VAT identifier when it reads as one,
+// else the tax number. A value the seller cannot hold is refused naming
+// the setting.
 func TestSellerSettings(t *testing.T) {
 	t.Parallel()
-	for _, addr := range []string{"Hauptstraße 5\n10115 Berlin", `Hauptstraße 5\n10115 Berlin`, "Hauptstraße 5\r\n10115 Berlin\n"} {
-		c, err := loadConfig(env{"INVOICED_SELLER_NAME": " Nordlicht GmbH ", "INVOICED_SELLER_ADDRESS": addr, "INVOICED_SELLER_TAX_ID": "DE123456789"})
+	for _, addr := range []string{"Hauptstraße 5\n10115 Berlin", `Hauptstraße 5\n10115 Berlin`, "Hauptstraße 5\r\n\n10115 Berlin\n"} {
+		c, err := loadConfig(env{"INVOICED_SELLER_NAME": " Nordlicht GmbH ", "INVOICED_SELLER_ADDRESS": addr, "INVOICED_SELLER_TAX_ID": "de 136 308 783"})
 		require.NoError(t, err)
-		require.Equal(t, document.Party{Name: "Nordlicht GmbH", Address: "Hauptstraße 5\n10115 Berlin", TaxID: "DE123456789"}, c.App.Seller, "%q", addr)
+		require.Equal(t, []string{"INVOICED_SELLER_NAME", "INVOICED_SELLER_ADDRESS", "INVOICED_SELLER_TAX_ID"}, c.SellerSeed.settings)
+		d := c.SellerSeed.details
+		require.Equal(t, "Nordlicht GmbH", d.LegalName)
+		require.Equal(t, []string{"Hauptstraße 5", "10115 Berlin"}, d.Address.Lines, "%q", addr)
+		require.Equal(t, party.VATID("DE136308783"), d.VATID)
+		require.Empty(t, d.TaxNumber)
 	}
-	c, err := loadConfig(env{})
+	c, err := loadConfig(env{"INVOICED_SELLER_NAME": "Nordlicht GmbH", "INVOICED_SELLER_TAX_ID": "37/123/45678"})
 	require.NoError(t, err)
-	require.Zero(t, c.App.Seller, "unset: the PDF routes answer 503 naming the settings")
+	require.Equal(t, "37/123/45678", c.SellerSeed.details.TaxNumber, "not a VAT identifier: the tax number")
+	require.Empty(t, c.SellerSeed.details.VATID)
+	c, err = loadConfig(env{})
+	require.NoError(t, err)
+	require.Nil(t, c.SellerSeed, "unset: nothing to seed")
 	for key, val := range map[string]string{
 		"INVOICED_SELLER_NAME":    "Nordlicht\nGmbH",
 		"INVOICED_SELLER_ADDRESS": "Hauptstraße 5\t10115 Berlin",
 		"INVOICED_SELLER_TAX_ID":  "DE\x00123",
 	} {
-		_, err := loadConfig(env{key: val})
+		_, err := loadConfig(env{"INVOICED_SELLER_NAME": "Nordlicht GmbH", key: val})
 		require.ErrorContains(t, err, key, "%q", val)
 	}
-	_, err = loadConfig(env{"INVOICED_SELLER_NAME": strings.Repeat("x", 1001)})
-	require.ErrorContains(t, err, "INVOICED_SELLER_NAME")
-	_, err = loadConfig(env{"INVOICED_SELLER_TAX_ID": "\xff"})
+	_, err = loadConfig(env{"INVOICED_SELLER_NAME": strings.Repeat("x", 201)})
+	require.ErrorContains(t, err, "INVOICED_SELLER_NAME (the seller's legal_name) must be at most 200 characters")
+	_, err = loadConfig(env{"INVOICED_SELLER_NAME": "N", "INVOICED_SELLER_TAX_ID": "\xff"})
 	require.ErrorContains(t, err, "INVOICED_SELLER_TAX_ID")
+	_, err = loadConfig(env{"INVOICED_SELLER_ADDRESS": "Hauptstraße 5"})
+	require.ErrorContains(t, err, "INVOICED_SELLER_NAME is required with INVOICED_SELLER_ADDRESS")
+	_, err = loadConfig(env{"INVOICED_SELLER_NAME": "N", "INVOICED_SELLER_ADDRESS": `1\n2\n3\n4`})
+	require.ErrorContains(t, err, "INVOICED_SELLER_ADDRESS has 4 lines")
 }
 
 // The business time zone comes from the binary's own tz database (the
