@@ -17,8 +17,7 @@ build:
 
 ## run: create the database if missing, migrate, create a first admin if there is none
 ## (printing its token and a one-time link to set its password), serve on 127.0.0.1:8080.
-## Documents name a placeholder seller unless INVOICED_SELLER_NAME is set.
-run: export INVOICED_SELLER_NAME ?= Example Seller
+## On a database without a seller, first-admin.sh sets a placeholder one (invoiced seller set changes it).
 run: export INVOICED_ADDR ?= 127.0.0.1:8080
 run: build
 	@scripts/dev-db.sh
