@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/clocktest"
+	"github.com/invoiced/invoiced/quantity"
 
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
@@ -263,7 +264,7 @@ func TestHighValueIssueNeedsTwoApprovers(t *testing.T) {
 	t.Parallel()
 	g := setupGated(t)
 	// 10,000.00 EUR exactly, no tax: at the threshold.
-	id := g.draft(t, invoices.LineInput{Description: "Annual licence", Quantity: 1, UnitAmount: 1_000_000}).ID.String()
+	id := g.draft(t, invoices.LineInput{Description: "Annual licence", Quantity: 1 * quantity.One, UnitAmount: 1_000_000}).ID.String()
 	aid := refusedWith(t, g.issue(t, id), http.StatusForbidden, approvals.CodeApprovalRequired)
 
 	g.decide(t, g.bobTok, aid, "approve", nil)

@@ -18,6 +18,7 @@ import (
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/quantity"
 	"github.com/invoiced/invoiced/web"
 	"github.com/stretchr/testify/require"
 )
@@ -85,7 +86,7 @@ func TestAuthorityAdminCannotSpendAnApprovalSheDecided(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, resp.StatusCode, string(resp.Body))
 
 	// Quorum: one of the two approvers spending it is refused as well.
-	bigID := g.draft(t, invoices.LineInput{Description: "Licence", Quantity: 1, UnitAmount: 2_000_000}).ID.String()
+	bigID := g.draft(t, invoices.LineInput{Description: "Licence", Quantity: 1 * quantity.One, UnitAmount: 2_000_000}).ID.String()
 	qid := refusedWith(t, g.issue(t, bigID), http.StatusForbidden, approvals.CodeApprovalRequired)
 	g.decide(t, g.adminTok, qid, "approve", nil)
 	g.decide(t, g.bobTok, qid, "approve", nil)
@@ -106,7 +107,7 @@ func TestAuthorityRequesterNeverDecidesOrCountsTowardQuorum(t *testing.T) {
 	g := setupGated(t)
 	admin, err := identity.UserGetByUsername(g.ctx, g.h.Pool, "ada")
 	require.NoError(t, err)
-	id := g.draft(t, invoices.LineInput{Description: "Licence", Quantity: 1, UnitAmount: 1_000_000}).ID.String()
+	id := g.draft(t, invoices.LineInput{Description: "Licence", Quantity: 1 * quantity.One, UnitAmount: 1_000_000}).ID.String()
 	aid := refusedWith(t, g.h.Do(t, "POST", "/v1/invoices/"+id+"/issue", g.adminTok, nil), http.StatusForbidden, approvals.CodeApprovalRequired)
 	require.Equal(t, 2, g.approval(t, aid).RequiredApprovals)
 
@@ -252,8 +253,8 @@ func TestAuthorityIssuedInvoiceIsTheApprovedSnapshot(t *testing.T) {
 	t.Parallel()
 	g := setupGated(t)
 	id := g.draft(t,
-		invoices.LineInput{Description: "Design", Quantity: 3, UnitAmount: 12_345, TaxRateBPS: 1900},
-		invoices.LineInput{Description: "Hosting", Quantity: 1, UnitAmount: 999, TaxRateBPS: 700},
+		invoices.LineInput{Description: "Design", Quantity: 3 * quantity.One, UnitAmount: 12_345, TaxRateBPS: 1900},
+		invoices.LineInput{Description: "Hosting", Quantity: 1 * quantity.One, UnitAmount: 999, TaxRateBPS: 700},
 	).ID.String()
 	aid := refusedWith(t, g.issue(t, id), http.StatusForbidden, approvals.CodeApprovalRequired)
 	g.decide(t, g.bobTok, aid, "approve", nil)

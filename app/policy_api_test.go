@@ -8,6 +8,7 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/quantity"
 	"github.com/stretchr/testify/require"
 )
 
@@ -113,7 +114,7 @@ func TestYenAndEuroInvoicesIssueByTheirOwnRules(t *testing.T) {
 		{"EUR", 1_000_000, 2},
 	} {
 		inv := invoicetest.Draft(g.ctx, t, g.h.Pool, invoicetest.DraftOpts{Currency: tc.currency,
-			Lines: []invoices.LineInput{{Description: "work", Quantity: 1, UnitAmount: tc.total}}})
+			Lines: []invoices.LineInput{{Description: "work", Quantity: 1 * quantity.One, UnitAmount: tc.total}}})
 		require.Equal(t, tc.total, inv.Total)
 		resp := g.issue(t, inv.ID.String())
 		id := refusedWith(t, resp, http.StatusForbidden, "APPROVAL_REQUIRED")

@@ -11,6 +11,9 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/invoiced/invoiced/quantity"
+	"github.com/invoiced/invoiced/vat"
 )
 
 // Kind is what a document is; it heads the page.
@@ -42,15 +45,20 @@ type Party struct {
 	Email   string
 }
 
-// Line is one line: Amount is quantity × unit amount, TaxAmount its tax
-// at TaxRateBPS, both in minor units of the document's currency.
+// Line is one line: Amount is quantity × unit amount, TaxAmount its share
+// of its VAT category and rate's tax, both in minor units of the
+// document's currency; Unit is a UN/ECE Recommendation 20 code.
 type Line struct {
-	Description string
-	Quantity    int64
-	UnitAmount  int64
-	TaxRateBPS  int64
-	Amount      int64
-	TaxAmount   int64
+	Description     string
+	Quantity        quantity.Quantity
+	Unit            string
+	UnitAmount      int64
+	VATCategory     vat.Category
+	TaxRateBPS      int64
+	ExemptionReason string
+	ExemptionCode   string
+	Amount          int64
+	TaxAmount       int64
 }
 
 // Fact is a labelled value in the document's heading besides its number

@@ -11,6 +11,7 @@ import (
 
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/document/documenttest"
+	"github.com/invoiced/invoiced/quantity"
 	"github.com/stretchr/testify/require"
 )
 
@@ -29,10 +30,10 @@ func invoice(customer string) *document.Document {
 		BillTo:    document.Party{Name: customer, Email: "ap@example.com"},
 		IssueDate: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), DueDate: time.Date(2026, 12, 30, 0, 0, 0, 0, time.UTC),
 		Lines: []document.Line{
-			{Description: "Consulting for Müller & Søn", Quantity: 80, UnitAmount: 15000, TaxRateBPS: 1900, Amount: 1200000, TaxAmount: 228000},
-			{Description: "Workshop in Łódź", Quantity: 1, UnitAmount: 150000, TaxRateBPS: 1900, Amount: 150000, TaxAmount: 28500},
-			{Description: "Travel to Αθήνα", Quantity: 2, UnitAmount: 45000, TaxRateBPS: 700, Amount: 90000, TaxAmount: 6300},
-			{Description: "Licence, Москва office", Quantity: 1, UnitAmount: 25950, TaxRateBPS: 0, Amount: 25950, TaxAmount: 0},
+			{Description: "Consulting for Müller & Søn", Quantity: 80 * quantity.One, UnitAmount: 15000, TaxRateBPS: 1900, Amount: 1200000, TaxAmount: 228000},
+			{Description: "Workshop in Łódź", Quantity: 1 * quantity.One, UnitAmount: 150000, TaxRateBPS: 1900, Amount: 150000, TaxAmount: 28500},
+			{Description: "Travel to Αθήνα", Quantity: 2 * quantity.One, UnitAmount: 45000, TaxRateBPS: 700, Amount: 90000, TaxAmount: 6300},
+			{Description: "Licence, Москва office", Quantity: 1 * quantity.One, UnitAmount: 25950, TaxRateBPS: 0, Amount: 25950, TaxAmount: 0},
 		},
 		Subtotal: 1465950, TaxTotal: 262800, Total: 1728750, Balance: &balance,
 		Memo:    "Thank you.\nPayable by bank transfer.",
@@ -145,7 +146,7 @@ func TestLongInvoiceRunsOverPages(t *testing.T) {
 	d := invoice("Müller & Søn")
 	d.Lines = nil
 	for i := range 90 {
-		d.Lines = append(d.Lines, document.Line{Description: fmt.Sprintf("Line %d: Łódź, Αθήνα, Москва", i+1), Quantity: 1, UnitAmount: 1000, Amount: 1000})
+		d.Lines = append(d.Lines, document.Line{Description: fmt.Sprintf("Line %d: Łódź, Αθήνα, Москва", i+1), Quantity: 1 * quantity.One, UnitAmount: 1000, Amount: 1000})
 	}
 	d.Lines[10].Description = strings.Repeat("A long description that wraps. ", 30)
 	text := documenttest.Text(t, render(t, d))

@@ -9,11 +9,11 @@ import (
 	"unicode"
 
 	"codeberg.org/go-pdf/fpdf"
+	"github.com/invoiced/invoiced/quantity"
 	"golang.org/x/image/font/gofont/gobold"
 	"golang.org/x/image/font/gofont/goregular"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
-	"golang.org/x/text/number"
 )
 
 // Page geometry in millimetres: A4 with 15 mm margins, and room at the
@@ -308,9 +308,9 @@ func addressLines(s string) []string {
 var english = message.NewPrinter(language.English)
 
 // Quantity is a line's quantity as people read it, grouped as amounts are
-// (ADR-0016): 1234567 is "1,234,567". The PDF and the invoice page both
-// show it so, from here.
-func Quantity(q int64) string { return english.Sprint(number.Decimal(q)) }
+// (ADR-0016): 1234567 is "1,234,567", 7.5 "7.5". The PDF and the invoice
+// page both show it so, from here.
+func Quantity(q quantity.Quantity) string { return q.Format("en") }
 
 // Percent renders basis points as a rate: 1900 is "19 %", 825 "8.25 %".
 func Percent(bps int64) string {

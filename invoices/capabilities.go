@@ -34,11 +34,18 @@ const (
 		"required": ["description", "quantity", "unit_amount"],
 		"properties": {
 			"description": {"type": "string", "format": "visible-text", "minLength": 1, "maxLength": 1000, "description": "one line the approver reads: something visible, no bidirectional controls or line breaks"},
-			"quantity": {"type": "integer", "minimum": 1},
+			"quantity": ` + quantitySchema + `,
+			"unit": {"type": "string", "pattern": "^[A-Z0-9]{2,3}$", "description": "unit of measure, a UN/ECE Recommendation 20 code: HUR hours, DAY days, WEE weeks, MON months, C62 units (the default), H87 pieces, KGM kilograms, MTR metres, LTR litres, KWH kilowatt hours, LS lump sum"},
 			"unit_amount": {"type": "integer", "minimum": 0, "description": "price of one unit in minor units of the invoice currency (cents for EUR, yen for JPY, fils for BHD)"},
-			"tax_rate_bps": {"type": "integer", "minimum": 0, "maximum": 10000, "default": 0, "description": "tax rate in basis points: 2000 is 20 %"}
+			"vat_category": {"type": "string", "enum": ["S", "Z", "E", "AE", "K", "G", "O", "L", "M"], "description": "UNCL 5305 VAT category: S standard rate, Z zero rated, E exempt, AE reverse charge (the buyer accounts for the VAT), K intra-community supply, G export outside the EU, O outside the scope of VAT, L Canary Islands (IGIC), M Ceuta and Melilla (IPSI). Default: S when tax_rate_bps is above 0, else Z"},
+			"tax_rate_bps": {"type": "integer", "minimum": 0, "maximum": 10000, "default": 0, "description": "VAT rate in basis points: 1900 is 19 %; above 0 for S, 0 for Z, E, AE, K, G and O"},
+			"exemption_reason": {"type": "string", "format": "plain-text", "maxLength": 1000, "description": "why a line of category E, AE, K, G or O carries no VAT, as the invoice states it; defaults to the category's usual wording (\"Reverse charge\", \"Intra-community supply\", …)"},
+			"exemption_code": {"type": "string", "pattern": "^VATEX-[A-Z0-9-]+$", "maxLength": 30, "description": "the reason's code from the CEF VATEX list, e.g. VATEX-EU-AE"}
 		}
 	}`
+	// quantitySchema: 14 whole digits stay within quantity.Quantity's
+	// ±922,337,203,685,477.
+	quantitySchema = `{"type": ["string", "integer"], "pattern": "^[0-9]{1,14}(\\.[0-9]{1,4})?$", "minimum": 1, "maximum": 99999999999999, "description": "a decimal with at most 4 decimals, as a string (\"7.5\", \"0.125\"); a whole number may be sent as a JSON integer"}`
 	linesSchema    = `{"type": "array", "maxItems": 1000, "items": ` + lineSchema + `}`
 	memoSchema     = `{"type": "string", "format": "plain-text", "maxLength": 2000, "description": "free text; line breaks allowed, no bidirectional or other control characters"}`
 	dueDateSchema  = `{"type": ["string", "null"], "format": "date", "description": "YYYY-MM-DD, not before the issue date"}`

@@ -127,7 +127,7 @@ func creditNoteCapabilities(svc *Service) []capability.Capability {
 				"reason": {"type": "string", "format": "visible-text", "minLength": 1, "maxLength": 1000, "description": "why the invoice is credited; printed on the credit note"},
 				"lines": {"type": "array", "minItems": 1, "maxItems": 1000, "items": {"type": "object", "additionalProperties": false, "required": ["position", "quantity"], "properties": {
 					"position": {"type": "integer", "minimum": 0, "maximum": 999, "description": "index of the invoice line, from 0"},
-					"quantity": {"type": "integer", "minimum": 1}}}},
+					"quantity": ` + quantitySchema + `}}},
 				"amount": {"type": "integer", "minimum": 1, "description": "minor units of the invoice's currency, tax included; instead of lines"},
 				"currency": {"type": "string", "pattern": "^[A-Z]{3}$", "description": "optional check: the invoice's currency (ISO 4217); another is refused"}}}`),
 			Risk: capability.RiskConsequential,

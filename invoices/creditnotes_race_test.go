@@ -15,8 +15,10 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/quantity"
 	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/store/storetest"
+	"github.com/invoiced/invoiced/vat"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -149,7 +151,7 @@ func TestGaplessCreditNoteNumbers(t *testing.T) {
 					}
 					cn, err := invoices.CreditNoteIssueTx(ctx, tx, inv, &invoices.CreditNote{
 						ID: uuid.Must(uuid.NewV7()), Reason: "returned", Subtotal: 100, Total: 100,
-						Lines:      []invoices.CreditLine{{Line: invoices.Line{Description: "Returned", Quantity: 1, UnitAmount: 100, Amount: 100}}},
+						Lines:      []invoices.CreditLine{{Line: invoices.Line{Description: "Returned", Quantity: 1 * quantity.One, Unit: invoices.DefaultUnit, UnitAmount: 100, VATCategory: vat.ZeroRated, Amount: 100}}},
 						ApprovalID: uuid.New(), IssuedBy: u.ID, IssuedAt: at,
 					}, "CN")
 					if err != nil {

@@ -13,6 +13,8 @@ import (
 	"github.com/invoiced/invoiced/audit"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/quantity"
+	"github.com/invoiced/invoiced/vat"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,9 +43,9 @@ func (b httpBundle) credit(t *testing.T, id string, body map[string]any) invoice
 // threeRates is an invoice of 430.48 EUR over three tax rates.
 func threeRates(b httpBundle, t *testing.T) *invoices.Invoice {
 	return invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID, Lines: []invoices.LineInput{
-		{Description: "Consulting", Quantity: 3, UnitAmount: 10000, TaxRateBPS: 1900}, // 300.00 + 57.00
-		{Description: "Books", Quantity: 1, UnitAmount: 5000, TaxRateBPS: 700},        // 50.00 + 3.50
-		{Description: "Postage", Quantity: 2, UnitAmount: 999, TaxRateBPS: 0},         // 19.98
+		{Description: "Consulting", Quantity: 3 * quantity.One, UnitAmount: 10000, TaxRateBPS: 1900}, // 300.00 + 57.00
+		{Description: "Books", Quantity: 1 * quantity.One, UnitAmount: 5000, TaxRateBPS: 700},        // 50.00 + 3.50
+		{Description: "Postage", Quantity: 2 * quantity.One, UnitAmount: 999, TaxRateBPS: 0},         // 19.98
 	}})
 }
 
@@ -63,7 +65,7 @@ func TestCreditNotesByLineAndByAmount(t *testing.T) {
 	cn1 := b.credit(t, id, map[string]any{"reason": "one day not worked", "lines": []any{map[string]any{"position": 0, "quantity": 1}}})
 	require.Equal(t, fmt.Sprintf("CN-%d-000001", year), cn1.Number)
 	require.Equal(t, *inv.Number, cn1.InvoiceNumber)
-	require.Equal(t, invoices.Line{Description: "Consulting", Quantity: 1, UnitAmount: 10000, TaxRateBPS: 1900, Amount: 10000, TaxAmount: 1900}, line0(cn1))
+	require.Equal(t, invoices.Line{Description: "Consulting", Quantity: 1 * quantity.One, Unit: "C62", UnitAmount: 10000, VATCategory: vat.Standard, TaxRateBPS: 1900, Amount: 10000, TaxAmount: 1900}, line0(cn1))
 	require.Equal(t, 0, *cn1.Lines[0].InvoiceLine)
 	require.EqualValues(t, 11900, cn1.Total)
 	require.EqualValues(t, 11900, cn1.Invoice.AmountCredited)
@@ -256,7 +258,7 @@ func TestCreditNoteGate(t *testing.T) {
 
 	// A credit as large as an invoice that needs two approvers needs two.
 	big := invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID,
-		Lines: []invoices.LineInput{{Description: "Fit-out", Quantity: 1, UnitAmount: 2_000_000}}})
+		Lines: []invoices.LineInput{{Description: "Fit-out", Quantity: 1 * quantity.One, UnitAmount: 2_000_000}}})
 	p := requireProblem(t, b.h.Do(t, http.MethodPost, "/v1/invoices/"+big.ID.String()+"/credit-notes", b.clerk,
 		map[string]any{"reason": "defects", "amount": 1_000_000}), http.StatusForbidden, approvals.CodeApprovalRequired)
 	require.EqualValues(t, 2, p["required_approvals"])

@@ -43,16 +43,15 @@ func CreditNoteIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, cn *CreditN
 		return nil, err
 	}
 	n := len(cn.Lines)
-	pos, invLine, rate := make([]int32, n), make([]*int32, n), make([]int32, n)
-	qty, unit, amt, tax := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	desc := make([]string, n)
+	invLine, plain := make([]*int32, n), make([]Line, n)
 	for i, l := range cn.Lines {
-		pos[i], desc[i], qty[i], unit[i], rate[i], amt[i], tax[i] = int32(i), l.Description, l.Quantity, l.UnitAmount, int32(l.TaxRateBPS), l.Amount, l.TaxAmount
+		plain[i] = l.Line
 		if l.InvoiceLine != nil {
 			p := int32(*l.InvoiceLine)
 			invLine[i] = &p
 		}
 	}
+	c := lineColumnsOf(plain)
 	billTo := BillTo{}
 	if inv.BillTo != nil {
 		billTo = *inv.BillTo
@@ -70,13 +69,16 @@ func CreditNoteIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, cn *CreditN
 			FROM seq
 			RETURNING id, number
 		), ln AS (
-			INSERT INTO credit_note_lines (credit_note_id, position, invoice_line, description, quantity, unit_amount, tax_rate_bps, amount, tax_amount)
-			SELECT cn.id, l.* FROM cn, unnest($17::int[], $18::int[], $19::text[], $20::bigint[], $21::bigint[], $22::int[], $23::bigint[], $24::bigint[]) AS l
+			INSERT INTO credit_note_lines (credit_note_id, position, invoice_line, description, quantity_e4, unit, unit_amount,
+				vat_category, tax_rate_bps, exemption_reason, exemption_code, amount, tax_amount)
+			SELECT cn.id, l.* FROM cn, unnest($17::int[], $18::int[], $19::text[], $20::bigint[], $26::text[], $21::bigint[],
+				$27::text[], $22::int[], $28::text[], $29::text[], $23::bigint[], $24::bigint[]) AS l
 		)
 		SELECT number FROM cn`,
 		cn.ID, prefix, at.Year(), fmt.Sprintf("%s-%d-", prefix, at.Year()), inv.ID, inv.Currency, cn.Reason,
 		cn.Subtotal, cn.TaxTotal, cn.Total, n, billTo, inv.Version, cn.IssuedBy, cn.ApprovalID, at,
-		pos, invLine, desc, qty, unit, rate, amt, tax, cn.Seller).Scan(&cn.Number)
+		c.pos, invLine, c.desc, c.qty, c.price, c.rate, c.amount, c.tax, cn.Seller,
+		c.unit, c.category, c.reason, c.code).Scan(&cn.Number)
 	if err != nil {
 		return nil, mapError(err, "credit note")
 	}
@@ -89,7 +91,7 @@ func CreditNoteIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, cn *CreditN
 // of its lines, by position.
 func creditedByLineTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (map[int]credited, error) {
 	rows, err := tx.Query(ctx, `
-		SELECT l.invoice_line, sum(l.quantity)::bigint, sum(l.tax_amount)::bigint
+		SELECT l.invoice_line, sum(l.quantity_e4)::bigint, sum(l.tax_amount)::bigint
 		FROM credit_note_lines l JOIN credit_notes c ON c.id = l.credit_note_id
 		WHERE c.invoice_id = $1 AND l.invoice_line IS NOT NULL
 		GROUP BY l.invoice_line`, id)
@@ -122,7 +124,7 @@ func creditLinesLoad(ctx context.Context, db store.Executor, cns []*CreditNote) 
 		ids[i], byID[cn.ID] = cn.ID, cn
 	}
 	rows, err := db.Query(ctx, `
-		SELECT credit_note_id, invoice_line, description, quantity, unit_amount, tax_rate_bps, amount, tax_amount
+		SELECT credit_note_id, invoice_line, `+lineSelect+`
 		FROM credit_note_lines WHERE credit_note_id = ANY($1) ORDER BY credit_note_id, position`, ids)
 	if err != nil {
 		return mapError(err, "credit note lines")
@@ -133,7 +135,7 @@ func creditLinesLoad(ctx context.Context, db store.Executor, cns []*CreditNote) 
 			id uuid.UUID
 			l  CreditLine
 		)
-		if err := rows.Scan(&id, &l.InvoiceLine, &l.Description, &l.Quantity, &l.UnitAmount, &l.TaxRateBPS, &l.Amount, &l.TaxAmount); err != nil {
+		if err := rows.Scan(append([]any{&id, &l.InvoiceLine}, lineFields(&l.Line)...)...); err != nil {
 			return mapError(err, "credit note lines")
 		}
 		byID[id].Lines = append(byID[id].Lines, l)

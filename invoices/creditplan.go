@@ -9,13 +9,15 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/quantity"
+	"github.com/invoiced/invoiced/vat"
 )
 
 // CreditLineInput credits quantity units of the invoice line at position
 // (its index in the invoice's lines, from 0).
 type CreditLineInput struct {
-	Position int   `json:"position"`
-	Quantity int64 `json:"quantity"`
+	Position int               `json:"position"`
+	Quantity quantity.Quantity `json:"quantity"`
 }
 
 // creditInput is the issue-credit-note capability's input: what to credit
@@ -58,7 +60,10 @@ type CreditSnapshot struct {
 }
 
 // credited is what earlier credit notes took of one invoice line.
-type credited struct{ quantity, tax int64 }
+type credited struct {
+	quantity quantity.Quantity
+	tax      int64
+}
 
 // mulDivHalfEven is a×b/c rounded half to even, exactly, for a, b ≥ 0 and
 // c > 0 (the product of two amounts can exceed int64).
@@ -75,10 +80,11 @@ func mulDivHalfEven(a, b, c int64) int64 {
 	return q.Int64()
 }
 
-// creditLines prices a credit by line and quantity. A line's amount is
-// quantity × its unit amount; its tax is the line's tax for the quantity
-// credited so far less that for the quantity credited before, each rounded
-// half-even, so crediting a line in parts takes exactly its tax in all.
+// creditLines prices a credit by line and quantity. A line's amount and
+// tax are the line's for the quantity credited so far less those for the
+// quantity credited before, each in proportion to the line's quantity and
+// rounded half-even, so crediting a line in parts takes exactly its amount
+// and its tax in all.
 func creditLines(inv *Invoice, done map[int]credited, in []CreditLineInput) ([]CreditLine, error) {
 	out := make([]CreditLine, 0, len(in))
 	seen := map[int]bool{}
@@ -91,50 +97,55 @@ func creditLines(inv *Invoice, done map[int]credited, in []CreditLineInput) ([]C
 			return nil, problem.Invalid(field+".position", "credits line %d a second time; give each line once with the whole quantity", c.Position)
 		}
 		seen[c.Position] = true
+		if c.Quantity <= 0 {
+			return nil, problem.Invalid(field+".quantity", "must be above 0, not %s", c.Quantity)
+		}
 		l, before := inv.Lines[c.Position], done[c.Position].quantity
 		if left := l.Quantity - before; c.Quantity > left {
-			return nil, problem.Invalid(field+".quantity", "is %d, but only %d of the %d of line %d (%q) are left to credit", c.Quantity, left, l.Quantity, c.Position, l.Description)
+			return nil, problem.Invalid(field+".quantity", "is %s, but only %s of the %s of line %d (%q) are left to credit", c.Quantity, left, l.Quantity, c.Position, l.Description)
 		}
-		tax := mulDivHalfEven(l.TaxAmount, before+c.Quantity, l.Quantity) - mulDivHalfEven(l.TaxAmount, before, l.Quantity)
+		share := func(of int64) int64 {
+			return mulDivHalfEven(of, int64(before+c.Quantity), int64(l.Quantity)) - mulDivHalfEven(of, int64(before), int64(l.Quantity))
+		}
 		pos := c.Position
-		out = append(out, CreditLine{InvoiceLine: &pos, Line: Line{
-			Description: l.Description, Quantity: c.Quantity, UnitAmount: l.UnitAmount, TaxRateBPS: l.TaxRateBPS,
-			Amount: c.Quantity * l.UnitAmount, TaxAmount: tax,
-		}})
+		cl := l
+		cl.Quantity, cl.Amount, cl.TaxAmount = c.Quantity, share(l.Amount), share(l.TaxAmount)
+		out = append(out, CreditLine{InvoiceLine: &pos, Line: cl})
 	}
 	return out, nil
 }
 
-// creditAmount splits amount (tax included) over the invoice's tax rates
-// in proportion to what each rate's lines total with tax: rate i gets
-// round(amount × (total of rates ≤ i) / invoice total) less the same for
-// the rates below it, half-even, so the parts add up to amount exactly.
-// Each part's net is part × 10000 / (10000 + rate), half-even; its tax the
-// rest. One line per rate with a part, lowest rate first.
+// creditAmount splits amount (tax included) over the invoice's VAT
+// groups (category and rate) in proportion to what each group's lines
+// total with tax: group i gets round(amount × (total of groups ≤ i) /
+// invoice total) less the same for the groups before it, half-even, so
+// the parts add up to amount exactly. Each part's net is part × 10000 /
+// (10000 + rate), half-even; its tax the rest. One line per group with a
+// part, lowest rate first.
 func creditAmount(inv *Invoice, amount int64) []CreditLine {
-	type group struct{ rate, gross int64 }
-	var groups []group
-	for _, l := range inv.Lines {
-		i, found := slices.BinarySearchFunc(groups, l.TaxRateBPS, func(g group, rate int64) int { return cmp.Compare(g.rate, rate) })
-		if !found {
-			groups = slices.Insert(groups, i, group{rate: l.TaxRateBPS})
-		}
-		groups[i].gross += l.Amount + l.TaxAmount
-	}
+	groups := Breakdown(inv.Lines)
+	slices.SortStableFunc(groups, func(a, b VATGroup) int {
+		return cmp.Or(cmp.Compare(a.RateBPS, b.RateBPS), cmp.Compare(a.Category, b.Category))
+	})
 	var out []CreditLine
 	var cum, prev int64
 	for _, g := range groups {
-		cum += g.gross
+		cum += g.TaxableAmount + g.TaxAmount
 		upTo := mulDivHalfEven(amount, cum, inv.Total)
 		part := upTo - prev
 		prev = upTo
 		if part == 0 {
 			continue
 		}
-		net := mulDivHalfEven(part, 10000, 10000+g.rate)
+		net := mulDivHalfEven(part, 10000, 10000+g.RateBPS)
+		what := "items taxed at " + document.Percent(g.RateBPS)
+		if g.Category != vat.Standard {
+			what = "items: " + g.Category.Name("en")
+		}
 		out = append(out, CreditLine{Line: Line{
-			Description: fmt.Sprintf("Credit on invoice %s, items taxed at %s", deref(inv.Number), document.Percent(g.rate)),
-			Quantity:    1, UnitAmount: net, TaxRateBPS: g.rate, Amount: net, TaxAmount: part - net,
+			Description: fmt.Sprintf("Credit on invoice %s, %s", deref(inv.Number), what),
+			Quantity:    quantity.One, Unit: DefaultUnit, UnitAmount: net, VATCategory: g.Category, TaxRateBPS: g.RateBPS,
+			ExemptionReason: g.ExemptionReason, ExemptionCode: g.ExemptionCode, Amount: net, TaxAmount: part - net,
 		}})
 	}
 	return out

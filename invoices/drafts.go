@@ -141,10 +141,21 @@ func (s *Service) applyDraft(ctx context.Context, tx pgx.Tx, inv *Invoice, in dr
 	if in.Memo != nil {
 		inv.Memo = *in.Memo
 	}
-	if in.Lines != nil {
-		if inv.Lines, inv.Subtotal, inv.TaxTotal, inv.Total, err = ComputeLines(*in.Lines); err != nil {
+	lines := in.Lines
+	if lines == nil && inv.TaxRounding != RoundPerGroup {
+		// A draft written before VAT per group is recomputed by it the
+		// first time it changes (ADR-0021).
+		kept := make([]LineInput, len(inv.Lines))
+		for i, l := range inv.Lines {
+			kept[i] = l.Input()
+		}
+		lines = &kept
+	}
+	if lines != nil {
+		if inv.Lines, inv.Subtotal, inv.TaxTotal, inv.Total, err = ComputeLines(*lines); err != nil {
 			return err
 		}
+		inv.TaxRounding = RoundPerGroup
 	}
 	return nil
 }

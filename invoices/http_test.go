@@ -409,3 +409,9 @@ func TestIfMatch(t *testing.T) {
 	require.Equal(t, "a", got.Memo)
 	require.Equal(t, int64(2), got.Version)
 }
+
+// withLine is line l with member k set to v.
+func withLine(l map[string]any, k string, v any) map[string]any {
+	l[k] = v
+	return l
+}

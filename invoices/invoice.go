@@ -16,6 +16,9 @@ import (
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/quantity"
+	"github.com/invoiced/invoiced/units"
+	"github.com/invoiced/invoiced/vat"
 )
 
 // Status is an invoice's lifecycle state: draft → issued → paid | void.
@@ -156,16 +159,60 @@ func (d *Date) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Line is one line of an invoice. Amount is quantity × unit_amount and
-// TaxAmount is Amount × tax_rate_bps / 10000 rounded half-even, both in
-// minor units of the invoice's currency.
+// Line is one line of an invoice. Amount is quantity × unit_amount,
+// rounded half-even, in minor units of the invoice's currency; TaxAmount
+// is the line's share of its (category, rate) group's VAT (ADR-0021). A
+// line of an exempt category states why (ExemptionReason, and a VATEX
+// code where one applies).
 type Line struct {
-	Description string `json:"description"`
-	Quantity    int64  `json:"quantity"`
-	UnitAmount  int64  `json:"unit_amount"`
-	TaxRateBPS  int64  `json:"tax_rate_bps"`
-	Amount      int64  `json:"amount"`
-	TaxAmount   int64  `json:"tax_amount"`
+	Description     string            `json:"description"`
+	Quantity        quantity.Quantity `json:"quantity"`
+	Unit            string            `json:"unit"`
+	UnitAmount      int64             `json:"unit_amount"`
+	VATCategory     vat.Category      `json:"vat_category"`
+	TaxRateBPS      int64             `json:"tax_rate_bps"`
+	ExemptionReason string            `json:"exemption_reason"`
+	ExemptionCode   string            `json:"exemption_code"`
+	Amount          int64             `json:"amount"`
+	TaxAmount       int64             `json:"tax_amount"`
+}
+
+// VATGroup is one entry of an invoice's VAT breakdown (EN 16931 BG-23):
+// the lines of one category and rate, their net sum and their VAT.
+type VATGroup struct {
+	Category        vat.Category `json:"vat_category"`
+	RateBPS         int64        `json:"tax_rate_bps"`
+	TaxableAmount   int64        `json:"taxable_amount"`
+	TaxAmount       int64        `json:"tax_amount"`
+	ExemptionReason string       `json:"exemption_reason"`
+	ExemptionCode   string       `json:"exemption_code"`
+}
+
+// TaxRounding says how an invoice's VAT was computed (ADR-0021).
+type TaxRounding string
+
+// The roundings: per (category, rate) group, or per line as invoices were
+// before groups.
+const (
+	RoundPerGroup TaxRounding = "group"
+	RoundPerLine  TaxRounding = "line"
+)
+
+// Breakdown groups lines by (category, rate), in the order the lines
+// first use each: the sums of their nets and of their taxes, and the
+// first line's exemption reason and code.
+func Breakdown(lines []Line) []VATGroup {
+	out := []VATGroup{}
+	for _, l := range lines {
+		i := slices.IndexFunc(out, func(g VATGroup) bool { return g.Category == l.VATCategory && g.RateBPS == l.TaxRateBPS })
+		if i < 0 {
+			out = append(out, VATGroup{Category: l.VATCategory, RateBPS: l.TaxRateBPS, ExemptionReason: l.ExemptionReason, ExemptionCode: l.ExemptionCode})
+			i = len(out) - 1
+		}
+		out[i].TaxableAmount += l.Amount
+		out[i].TaxAmount += l.TaxAmount
+	}
+	return out
 }
 
 // Invoice is a draft or issued invoice with its lines and totals.
@@ -178,9 +225,12 @@ type Invoice struct {
 	DueDate    *Date     `json:"due_date"`
 	Memo       string    `json:"memo"`
 	Lines      []Line    `json:"lines"`
-	Subtotal   int64     `json:"subtotal"`
-	TaxTotal   int64     `json:"tax_total"`
-	Total      int64     `json:"total"`
+	// VATBreakdown is computed from the lines (Breakdown).
+	VATBreakdown []VATGroup  `json:"vat_breakdown"`
+	TaxRounding  TaxRounding `json:"tax_rounding"`
+	Subtotal     int64       `json:"subtotal"`
+	TaxTotal     int64       `json:"tax_total"`
+	Total        int64       `json:"total"`
 	// AmountPaid is the sum of the payments that stand, AmountCredited
 	// that of the credit notes; BalanceDue is what is still owed (the
 	// total less both; nothing for a void invoice). Overdue: issued, owing,
@@ -231,39 +281,97 @@ type Snapshot struct {
 // rounded somewhere. It is reported like an int64 overflow.
 const maxAmount = 1<<53 - 1
 
-// LineInput is a line as a client sends it.
+// LineInput is a line as a client sends it. Unit defaults to C62 (one,
+// a unit); VATCategory to S (standard rate) when TaxRateBPS is above 0
+// and to Z (zero rated) when it is not; an exempt category's
+// ExemptionReason and ExemptionCode to vat.DefaultExemption.
 type LineInput struct {
-	Description string `json:"description"`
-	Quantity    int64  `json:"quantity"`
-	UnitAmount  int64  `json:"unit_amount"`
-	TaxRateBPS  int64  `json:"tax_rate_bps"`
+	Description     string            `json:"description"`
+	Quantity        quantity.Quantity `json:"quantity"`
+	Unit            string            `json:"unit"`
+	UnitAmount      int64             `json:"unit_amount"`
+	VATCategory     vat.Category      `json:"vat_category"`
+	TaxRateBPS      int64             `json:"tax_rate_bps"`
+	ExemptionReason string            `json:"exemption_reason"`
+	ExemptionCode   string            `json:"exemption_code"`
 }
 
-// ComputeLines prices lines and returns them with the invoice totals. Every
-// product and sum is checked: an amount beyond the representable range is a
-// 422 AMOUNT_OVERFLOW naming the field, never a wrap.
+// Input is the line as its author would send it again: ComputeLines of
+// the inputs of computed lines gives the same lines, with VAT by
+// ADR-0021.
+func (l Line) Input() LineInput {
+	return LineInput{Description: l.Description, Quantity: l.Quantity, Unit: l.Unit, UnitAmount: l.UnitAmount,
+		VATCategory: l.VATCategory, TaxRateBPS: l.TaxRateBPS, ExemptionReason: l.ExemptionReason, ExemptionCode: l.ExemptionCode}
+}
+
+// DefaultUnit is a line's unit when its author names none: C62, "one".
+const DefaultUnit = "C62"
+
+// line checks in (at field) and returns it as a line without amounts.
+func (in LineInput) line(field string) (Line, error) {
+	l := Line{Description: in.Description, Quantity: in.Quantity, Unit: in.Unit, UnitAmount: in.UnitAmount,
+		VATCategory: in.VATCategory, TaxRateBPS: in.TaxRateBPS, ExemptionReason: in.ExemptionReason, ExemptionCode: in.ExemptionCode}
+	if l.Quantity <= 0 {
+		return Line{}, problem.Invalid(field+".quantity", "must be above 0, not %s", l.Quantity)
+	}
+	if l.Unit == "" {
+		l.Unit = DefaultUnit
+	}
+	if !units.Valid(l.Unit) {
+		return Line{}, problem.Invalid(field+".unit", "%q is not a unit code of UN/ECE Recommendation 20: use one such as HUR (hours), DAY (days), MON (months), C62 (units), KGM (kilograms)", l.Unit)
+	}
+	if l.VATCategory == "" {
+		l.VATCategory = vat.ZeroRated
+		if l.TaxRateBPS > 0 {
+			l.VATCategory = vat.Standard
+		}
+	}
+	if err := l.VATCategory.CheckRate(l.TaxRateBPS); err != nil {
+		return Line{}, problem.Invalid(field+".tax_rate_bps", "%s", err)
+	}
+	if l.VATCategory.NeedsExemption() && l.ExemptionReason == "" && l.ExemptionCode == "" {
+		l.ExemptionReason, l.ExemptionCode = vat.DefaultExemption(l.VATCategory)
+	}
+	if err := l.VATCategory.CheckExemption(l.ExemptionReason, l.ExemptionCode); err != nil {
+		f := field + ".exemption_reason"
+		if l.ExemptionCode != "" {
+			f = field + ".exemption_code"
+		}
+		return Line{}, problem.Invalid(f, "%s", err)
+	}
+	return l, nil
+}
+
+// ComputeLines prices lines by EN 16931's rule (ADR-0021): each line's net
+// amount, then per (category, rate) group the VAT of the group's net sum,
+// allocated back to its lines. It returns them with the invoice totals.
+// Every product and sum is checked: an amount beyond the representable
+// range is a 422 AMOUNT_OVERFLOW naming the field, never a wrap.
 func ComputeLines(in []LineInput) (lines []Line, subtotal, taxTotal, total int64, err error) {
 	lines = make([]Line, 0, len(in))
-	for i, l := range in {
+	for i, li := range in {
 		field := fmt.Sprintf("lines.%d", i)
-		amount, err := money.Mul(l.Quantity, l.UnitAmount, field+".unit_amount")
+		l, err := li.line(field)
 		if err != nil {
 			return nil, 0, 0, 0, err
 		}
-		tax, err := money.Tax(amount, l.TaxRateBPS, field+".tax_rate_bps")
+		if l.Amount, err = l.Quantity.Times(l.UnitAmount); err != nil || l.Amount > maxAmount {
+			return nil, 0, 0, 0, money.Overflow(field + ".unit_amount")
+		}
+		if subtotal, err = money.Add(subtotal, l.Amount, "subtotal"); err != nil {
+			return nil, 0, 0, 0, err
+		}
+		lines = append(lines, l)
+	}
+	for _, g := range Breakdown(lines) {
+		tax, err := money.Tax(g.TaxableAmount, g.RateBPS, "tax_total")
 		if err != nil {
 			return nil, 0, 0, 0, err
 		}
-		if subtotal, err = money.Add(subtotal, amount, "subtotal"); err != nil {
-			return nil, 0, 0, 0, err
-		}
+		allocate(lines, g, tax)
 		if taxTotal, err = money.Add(taxTotal, tax, "tax_total"); err != nil {
 			return nil, 0, 0, 0, err
 		}
-		if amount > maxAmount {
-			return nil, 0, 0, 0, money.Overflow(field + ".unit_amount")
-		}
-		lines = append(lines, Line{Description: l.Description, Quantity: l.Quantity, UnitAmount: l.UnitAmount, TaxRateBPS: l.TaxRateBPS, Amount: amount, TaxAmount: tax})
 	}
 	if total, err = money.Add(subtotal, taxTotal, "total"); err != nil {
 		return nil, 0, 0, 0, err
@@ -272,6 +380,26 @@ func ComputeLines(in []LineInput) (lines []Line, subtotal, taxTotal, total int64
 		return nil, 0, 0, 0, money.Overflow("total")
 	}
 	return lines, subtotal, taxTotal, total, nil
+}
+
+// allocate gives the lines of group g their shares of its tax: the line
+// whose group's nets sum to Nᵢ up to and including it gets
+// round(tax × Nᵢ / N) less the same up to the line before, half-even, so
+// the shares add up to tax exactly (ADR-0021).
+func allocate(lines []Line, g VATGroup, tax int64) {
+	var cum, prev int64
+	for i := range lines {
+		l := &lines[i]
+		if l.VATCategory != g.Category || l.TaxRateBPS != g.RateBPS {
+			continue
+		}
+		cum += l.Amount
+		upTo := int64(0)
+		if g.TaxableAmount > 0 {
+			upTo = mulDivHalfEven(tax, cum, g.TaxableAmount)
+		}
+		l.TaxAmount, prev = upTo-prev, upTo
+	}
 }
 
 // settle fills what follows from the settlement columns: the balance due

@@ -19,17 +19,25 @@ const (
 			"created_at": ` + timeOutSchema + `, "updated_at": ` + timeOutSchema + `
 		}
 	}`
-	lineOutSchema = `{
+	lineOutFields = `"description", "quantity", "unit", "unit_amount", "vat_category", "tax_rate_bps", "exemption_reason", "exemption_code", "amount", "tax_amount"`
+	lineOutProps  = `"description": {"type": "string"}, "quantity": {"type": "string", "description": "a decimal, e.g. \"7.5\""},
+			"unit": {"type": "string"}, "unit_amount": {"type": "integer"},
+			"vat_category": {"type": "string", "enum": ["S", "Z", "E", "AE", "K", "G", "O", "L", "M"]},
+			"tax_rate_bps": {"type": "integer"}, "exemption_reason": {"type": "string"}, "exemption_code": {"type": "string"},
+			"amount": {"type": "integer"}, "tax_amount": {"type": "integer", "description": "the line's share of its category and rate's VAT"}`
+	lineOutSchema     = `{"type": "object", "required": [` + lineOutFields + `], "properties": {` + lineOutProps + `}}`
+	vatGroupOutSchema = `{
 		"type": "object",
-		"required": ["description", "quantity", "unit_amount", "tax_rate_bps", "amount", "tax_amount"],
+		"required": ["vat_category", "tax_rate_bps", "taxable_amount", "tax_amount", "exemption_reason", "exemption_code"],
 		"properties": {
-			"description": {"type": "string"}, "quantity": {"type": "integer"}, "unit_amount": {"type": "integer"},
-			"tax_rate_bps": {"type": "integer"}, "amount": {"type": "integer"}, "tax_amount": {"type": "integer"}
+			"vat_category": {"type": "string", "enum": ["S", "Z", "E", "AE", "K", "G", "O", "L", "M"]},
+			"tax_rate_bps": {"type": "integer"}, "taxable_amount": {"type": "integer"}, "tax_amount": {"type": "integer"},
+			"exemption_reason": {"type": "string"}, "exemption_code": {"type": "string"}
 		}
 	}`
 	invoiceOutSchema = `{
 		"type": "object",
-		"required": ["id", "number", "status", "customer_id", "currency", "due_date", "memo", "lines",
+		"required": ["id", "number", "status", "customer_id", "currency", "due_date", "memo", "lines", "vat_breakdown", "tax_rounding",
 			"subtotal", "tax_total", "total", "amount_paid", "amount_credited", "balance_due", "overdue", "issued_at", "voided_at", "paid_at", "version", "created_at", "updated_at", "bill_to", "seller"],
 		"properties": {
 			"id": ` + uuidSchema + `,
@@ -39,6 +47,8 @@ const (
 			"due_date": {"type": ["string", "null"], "format": "date"},
 			"memo": {"type": "string"},
 			"lines": {"type": "array", "items": ` + lineOutSchema + `},
+			"vat_breakdown": {"type": "array", "items": ` + vatGroupOutSchema + `},
+			"tax_rounding": {"type": "string", "enum": ["group", "line"]},
 			"subtotal": {"type": "integer"}, "tax_total": {"type": "integer"}, "total": {"type": "integer"},
 			"amount_paid": {"type": "integer"}, "amount_credited": {"type": "integer"}, "balance_due": {"type": "integer"},
 			"overdue": {"type": "boolean"},
@@ -72,15 +82,8 @@ const (
 			"invoice": ` + invoiceOutSchema + `
 		}
 	}`
-	creditLineOutSchema = `{
-		"type": "object",
-		"required": ["invoice_line", "description", "quantity", "unit_amount", "tax_rate_bps", "amount", "tax_amount"],
-		"properties": {
-			"invoice_line": {"type": ["integer", "null"]},
-			"description": {"type": "string"}, "quantity": {"type": "integer"}, "unit_amount": {"type": "integer"},
-			"tax_rate_bps": {"type": "integer"}, "amount": {"type": "integer"}, "tax_amount": {"type": "integer"}
-		}
-	}`
+	creditLineOutSchema = `{"type": "object", "required": ["invoice_line", ` + lineOutFields + `],
+		"properties": {"invoice_line": {"type": ["integer", "null"]}, ` + lineOutProps + `}}`
 	creditNoteOutSchema = `{
 		"type": "object",
 		"required": ["id", "number", "invoice_id", "invoice_number", "currency", "reason", "lines", "subtotal", "tax_total", "total",

@@ -13,6 +13,7 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/quantity"
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,10 +50,10 @@ func TestInvoicePDFForUnicodeNames(t *testing.T) {
 	t.Parallel()
 	b := setupPDF(t, seller)
 	lines := []invoices.LineInput{
-		{Description: "Beratung für Müller & Søn", Quantity: 80, UnitAmount: 15000, TaxRateBPS: 1900},
-		{Description: "Warsztat w Łodzi (Łódź)", Quantity: 1, UnitAmount: 150000, TaxRateBPS: 1900},
-		{Description: "Ταξίδι στην Αθήνα", Quantity: 2, UnitAmount: 45000, TaxRateBPS: 700},
-		{Description: "Лицензия, Москва", Quantity: 1, UnitAmount: 25950},
+		{Description: "Beratung für Müller & Søn", Quantity: 80 * quantity.One, UnitAmount: 15000, TaxRateBPS: 1900},
+		{Description: "Warsztat w Łodzi (Łódź)", Quantity: 1 * quantity.One, UnitAmount: 150000, TaxRateBPS: 1900},
+		{Description: "Ταξίδι στην Αθήνα", Quantity: 2 * quantity.One, UnitAmount: 45000, TaxRateBPS: 700},
+		{Description: "Лицензия, Москва", Quantity: 1 * quantity.One, UnitAmount: 25950},
 	}
 	for _, name := range []string{"Müller & Søn", "Łódź", "Αθήνα", "Москва"} {
 		t.Run(name, func(t *testing.T) {
@@ -85,7 +86,7 @@ func TestInvoicePDFFromDraftToPaid(t *testing.T) {
 	b := setupPDF(t, seller)
 	cu := invoicetest.Customer(b.ctx, t, b.h.Pool, invoicetest.CustomerOpts{Name: "Αθήνα Α.Ε.", Currency: "JPY"})
 	draft := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &cu.ID, Currency: "JPY",
-		Lines: []invoices.LineInput{{Description: "Tea", Quantity: 4, UnitAmount: 1018, TaxRateBPS: 0}}})
+		Lines: []invoices.LineInput{{Description: "Tea", Quantity: 4 * quantity.One, UnitAmount: 1018, TaxRateBPS: 0}}})
 	id := draft.ID.String()
 
 	r, text := b.pdf(t, id, b.clerk)

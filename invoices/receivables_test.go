@@ -12,6 +12,7 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/quantity"
 	"github.com/stretchr/testify/require"
 )
 
@@ -44,7 +45,7 @@ func (b httpBundle) owing(t *testing.T, customer uuid.UUID, currency string, amo
 		due = &d
 	}
 	return invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &customer, Currency: currency, DueDate: due,
-		Lines: []invoices.LineInput{{Description: "Work", Quantity: 1, UnitAmount: amount}}})
+		Lines: []invoices.LineInput{{Description: "Work", Quantity: 1 * quantity.One, UnitAmount: amount}}})
 }
 
 func days(n int) *int { return &n }

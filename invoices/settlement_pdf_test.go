@@ -9,6 +9,7 @@ import (
 	"github.com/invoiced/invoiced/document/documenttest"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/quantity"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,10 +22,10 @@ func TestCreditNoteAndSettledInvoicePDF(t *testing.T) {
 	pb := setupPDF(t, seller)
 	b := httpBundle{ctx: pb.ctx, h: pb.h, clerk: pb.clerk, approver: pb.approver}
 	lines := []invoices.LineInput{
-		{Description: "Beratung für Müller & Søn", Quantity: 80, UnitAmount: 15000, TaxRateBPS: 1900},
-		{Description: "Warsztat w Łodzi (Łódź)", Quantity: 1, UnitAmount: 150000, TaxRateBPS: 1900},
-		{Description: "Ταξίδι στην Αθήνα", Quantity: 2, UnitAmount: 45000, TaxRateBPS: 700},
-		{Description: "Лицензия, Москва", Quantity: 1, UnitAmount: 25950},
+		{Description: "Beratung für Müller & Søn", Quantity: 80 * quantity.One, UnitAmount: 15000, TaxRateBPS: 1900},
+		{Description: "Warsztat w Łodzi (Łódź)", Quantity: 1 * quantity.One, UnitAmount: 150000, TaxRateBPS: 1900},
+		{Description: "Ταξίδι στην Αθήνα", Quantity: 2 * quantity.One, UnitAmount: 45000, TaxRateBPS: 700},
+		{Description: "Лицензия, Москва", Quantity: 1 * quantity.One, UnitAmount: 25950},
 	}
 	today := time.Now().UTC().Format(time.DateOnly)
 	for _, name := range []string{"Müller & Søn", "Łódź", "Αθήνα", "Москва"} {

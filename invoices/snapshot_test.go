@@ -9,6 +9,7 @@ import (
 
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/quantity"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -23,8 +24,8 @@ func TestGetInvoiceLinesAlwaysAddUpToItsTotals(t *testing.T) {
 	b := setupHTTP(t)
 	d := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
 	sets := [][]invoices.LineInput{
-		{{Description: "a", Quantity: 1, UnitAmount: 100}},
-		{{Description: "b", Quantity: 3, UnitAmount: 7000}, {Description: "c", Quantity: 1, UnitAmount: 1}},
+		{{Description: "a", Quantity: 1 * quantity.One, UnitAmount: 100}},
+		{{Description: "b", Quantity: 3 * quantity.One, UnitAmount: 7000}, {Description: "c", Quantity: 1 * quantity.One, UnitAmount: 1}},
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
 	defer cancel()

@@ -120,7 +120,7 @@ func CustomerList(ctx context.Context, db store.Executor, p page.Request) ([]*Cu
 // ---- invoices ----
 
 const invoiceColumns = `id, number, status, customer_id, currency, due_date, memo, subtotal, tax_total, total,
-	amount_paid, amount_credited, issued_at, voided_at, paid_at, version, created_at, updated_at, bill_to, seller`
+	amount_paid, amount_credited, issued_at, voided_at, paid_at, version, created_at, updated_at, bill_to, seller, tax_rounding`
 
 func scanInvoice(row pgx.Row) (*Invoice, error) {
 	var (
@@ -129,7 +129,7 @@ func scanInvoice(row pgx.Row) (*Invoice, error) {
 	)
 	if err := row.Scan(&inv.ID, &inv.Number, &inv.Status, &inv.CustomerID, &inv.Currency, &due, &inv.Memo,
 		&inv.Subtotal, &inv.TaxTotal, &inv.Total, &inv.AmountPaid, &inv.AmountCredited, &inv.IssuedAt, &inv.VoidedAt, &inv.PaidAt,
-		&inv.Version, &inv.CreatedAt, &inv.UpdatedAt, &inv.BillTo, &inv.Seller); err != nil {
+		&inv.Version, &inv.CreatedAt, &inv.UpdatedAt, &inv.BillTo, &inv.Seller, &inv.TaxRounding); err != nil {
 		return nil, err
 	}
 	if due != nil {
@@ -142,7 +142,7 @@ func scanInvoice(row pgx.Row) (*Invoice, error) {
 		}
 	}
 	inv.CreatedAt, inv.UpdatedAt = inv.CreatedAt.UTC(), inv.UpdatedAt.UTC()
-	inv.Lines = []Line{}
+	inv.Lines, inv.VATBreakdown = []Line{}, []VATGroup{}
 	inv.settle()
 	return &inv, nil
 }
@@ -160,17 +160,43 @@ func linesInsert(ctx context.Context, db store.Executor, invoiceID uuid.UUID, li
 	if len(lines) == 0 {
 		return nil
 	}
-	n := len(lines)
-	pos, qty, unit, rate, amt, tax := make([]int32, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	desc := make([]string, n)
-	for i, l := range lines {
-		pos[i], desc[i], qty[i], unit[i], rate[i], amt[i], tax[i] = int32(i), l.Description, l.Quantity, l.UnitAmount, l.TaxRateBPS, l.Amount, l.TaxAmount
-	}
+	c := lineColumnsOf(lines)
 	_, err := db.Exec(ctx, `
-		INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_amount, tax_rate_bps, amount, tax_amount)
-		SELECT $1, * FROM unnest($2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::int[], $7::bigint[], $8::bigint[])`,
-		invoiceID, pos, desc, qty, unit, rate, amt, tax)
+		INSERT INTO invoice_lines (invoice_id, position, description, quantity_e4, unit, unit_amount, vat_category, tax_rate_bps,
+			exemption_reason, exemption_code, amount, tax_amount)
+		SELECT $1, * FROM unnest($2::int[], $3::text[], $4::bigint[], $5::text[], $6::bigint[], $7::text[], $8::int[],
+			$9::text[], $10::text[], $11::bigint[], $12::bigint[])`,
+		invoiceID, c.pos, c.desc, c.qty, c.unit, c.price, c.category, c.rate, c.reason, c.code, c.amount, c.tax)
 	return mapError(err, "invoice lines")
+}
+
+// lineColumns are lines as the columns of one multi-row INSERT (unnest).
+type lineColumns struct {
+	pos                                []int32
+	desc, unit, category, reason, code []string
+	qty, price, rate, amount, tax      []int64
+}
+
+func lineColumnsOf(lines []Line) lineColumns {
+	n := len(lines)
+	c := lineColumns{pos: make([]int32, n), desc: make([]string, n), unit: make([]string, n), category: make([]string, n),
+		reason: make([]string, n), code: make([]string, n), qty: make([]int64, n), price: make([]int64, n),
+		rate: make([]int64, n), amount: make([]int64, n), tax: make([]int64, n)}
+	for i, l := range lines {
+		c.pos[i], c.desc[i], c.qty[i], c.unit[i], c.price[i] = int32(i), l.Description, int64(l.Quantity), l.Unit, l.UnitAmount
+		c.category[i], c.rate[i], c.reason[i], c.code[i] = string(l.VATCategory), l.TaxRateBPS, l.ExemptionReason, l.ExemptionCode
+		c.amount[i], c.tax[i] = l.Amount, l.TaxAmount
+	}
+	return c
+}
+
+// lineSelect reads a line's columns in Line's order (scanLine).
+const lineSelect = `description, quantity_e4, unit, unit_amount, vat_category, tax_rate_bps, exemption_reason, exemption_code, amount, tax_amount`
+
+// lineFields are the destinations of lineSelect's columns in l.
+func lineFields(l *Line) []any {
+	return []any{&l.Description, &l.Quantity, &l.Unit, &l.UnitAmount, &l.VATCategory, &l.TaxRateBPS,
+		&l.ExemptionReason, &l.ExemptionCode, &l.Amount, &l.TaxAmount}
 }
 
 // InvoiceCreate inserts a draft with its lines; run it in a transaction so
@@ -187,7 +213,7 @@ func InvoiceCreate(ctx context.Context, db store.Executor, inv *Invoice) (*Invoi
 	if err := linesInsert(ctx, db, out.ID, inv.Lines); err != nil {
 		return nil, err
 	}
-	out.Lines = inv.Lines
+	out.Lines, out.VATBreakdown = inv.Lines, Breakdown(inv.Lines)
 	return out, nil
 }
 
@@ -227,7 +253,7 @@ func scanLine(row pgx.Row) (uuid.UUID, Line, error) {
 		id uuid.UUID
 		l  Line
 	)
-	err := row.Scan(&id, &l.Description, &l.Quantity, &l.UnitAmount, &l.TaxRateBPS, &l.Amount, &l.TaxAmount)
+	err := row.Scan(append([]any{&id}, lineFields(&l)...)...)
 	return id, l, err
 }
 
@@ -243,7 +269,7 @@ func linesLoad(ctx context.Context, db store.Executor, invs []*Invoice) error {
 		byID[inv.ID] = inv
 	}
 	rows, err := db.Query(ctx, `
-		SELECT invoice_id, description, quantity, unit_amount, tax_rate_bps, amount, tax_amount
+		SELECT invoice_id, `+lineSelect+`
 		FROM invoice_lines WHERE invoice_id = ANY($1) ORDER BY invoice_id, position`, ids)
 	if err != nil {
 		return mapError(err, "invoice lines")
@@ -256,6 +282,9 @@ func linesLoad(ctx context.Context, db store.Executor, invs []*Invoice) error {
 		}
 		byID[id].Lines = append(byID[id].Lines, l)
 	}
+	for _, inv := range invs {
+		inv.VATBreakdown = Breakdown(inv.Lines)
+	}
 	return mapError(rows.Err(), "invoice lines")
 }
 
@@ -264,10 +293,10 @@ func linesLoad(ctx context.Context, db store.Executor, invs []*Invoice) error {
 func InvoiceUpdateDraftTx(ctx context.Context, tx pgx.Tx, inv *Invoice, at time.Time) (*Invoice, error) {
 	out, err := scanInvoice(tx.QueryRow(ctx, `
 		UPDATE invoices SET customer_id = $2, currency = $3, due_date = $4, memo = $5,
-			subtotal = $6, tax_total = $7, total = $8, version = version + 1, updated_at = $9
+			subtotal = $6, tax_total = $7, total = $8, tax_rounding = $10, version = version + 1, updated_at = $9
 		WHERE id = $1 AND status = 'draft'
 		RETURNING `+invoiceColumns,
-		inv.ID, inv.CustomerID, inv.Currency, dueArg(inv.DueDate), inv.Memo, inv.Subtotal, inv.TaxTotal, inv.Total, at))
+		inv.ID, inv.CustomerID, inv.Currency, dueArg(inv.DueDate), inv.Memo, inv.Subtotal, inv.TaxTotal, inv.Total, at, inv.TaxRounding))
 	if err != nil {
 		return nil, mapError(err, "invoice")
 	}
@@ -277,7 +306,7 @@ func InvoiceUpdateDraftTx(ctx context.Context, tx pgx.Tx, inv *Invoice, at time.
 	if err := linesInsert(ctx, tx, inv.ID, inv.Lines); err != nil {
 		return nil, err
 	}
-	out.Lines = inv.Lines
+	out.Lines, out.VATBreakdown = inv.Lines, Breakdown(inv.Lines)
 	return out, nil
 }
 
@@ -293,7 +322,7 @@ func InvoiceVoidTx(ctx context.Context, tx pgx.Tx, inv *Invoice, at time.Time) (
 	if err != nil {
 		return nil, mapError(err, "invoice")
 	}
-	out.Lines = inv.Lines
+	out.Lines, out.VATBreakdown = inv.Lines, Breakdown(inv.Lines)
 	return out, nil
 }
 
@@ -324,7 +353,7 @@ func InvoiceIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, prefix string,
 	if err != nil {
 		return nil, mapError(err, "invoice")
 	}
-	out.Lines = inv.Lines
+	out.Lines, out.VATBreakdown = inv.Lines, Breakdown(inv.Lines)
 	return out, nil
 }
 

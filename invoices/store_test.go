@@ -16,6 +16,7 @@ import (
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/quantity"
 	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/store/storetest"
 	"github.com/jackc/pgx/v5"
@@ -59,9 +60,9 @@ func TestComputeLinesCurrencies(t *testing.T) {
 	// The same lines price identically in any currency: amounts are minor
 	// units whatever the exponent (JPY 0, EUR 2, BHD 3).
 	lines, sub, tax, total, err := invoices.ComputeLines([]invoices.LineInput{
-		{Description: "a", Quantity: 3, UnitAmount: 1005, TaxRateBPS: 1950}, // 3015 × 19.5 % = 587.925 → 588
-		{Description: "b", Quantity: 1, UnitAmount: 25, TaxRateBPS: 1000},   // 2.5 → 2 (half-even)
-		{Description: "c", Quantity: 1, UnitAmount: 35, TaxRateBPS: 1000},   // 3.5 → 4 (half-even)
+		{Description: "a", Quantity: 3 * quantity.One, UnitAmount: 1005, TaxRateBPS: 1950}, // 3015 × 19.5 % = 587.925 → 588
+		{Description: "b", Quantity: 1 * quantity.One, UnitAmount: 25, TaxRateBPS: 1000},   // 2.5 → 2 (half-even)
+		{Description: "c", Quantity: 1 * quantity.One, UnitAmount: 35, TaxRateBPS: 1000},   // 3.5 → 4 (half-even)
 	})
 	require.NoError(t, err)
 	require.Equal(t, []int64{588, 2, 4}, []int64{lines[0].TaxAmount, lines[1].TaxAmount, lines[2].TaxAmount})
@@ -69,12 +70,12 @@ func TestComputeLinesCurrencies(t *testing.T) {
 	require.Equal(t, int64(594), tax)
 	require.Equal(t, sub+tax, total)
 
-	_, _, _, _, err = invoices.ComputeLines([]invoices.LineInput{{Description: "x", Quantity: 9007199254740991, UnitAmount: 9007199254740991}})
+	_, _, _, _, err = invoices.ComputeLines([]invoices.LineInput{{Description: "x", Quantity: 900_000_000_000 * quantity.One, UnitAmount: 9007199254740991}})
 	require.True(t, problem.HasCode(err, "AMOUNT_OVERFLOW"))
 	// Each line fits, the sum does not fit the JSON-safe range.
 	_, _, _, _, err = invoices.ComputeLines([]invoices.LineInput{
-		{Description: "x", Quantity: 1, UnitAmount: 9007199254740991},
-		{Description: "y", Quantity: 1, UnitAmount: 1},
+		{Description: "x", Quantity: 1 * quantity.One, UnitAmount: 9007199254740991},
+		{Description: "y", Quantity: 1 * quantity.One, UnitAmount: 1},
 	})
 	require.True(t, problem.HasCode(err, "AMOUNT_OVERFLOW"))
 }
@@ -99,9 +100,9 @@ func TestFrozenColumnsRejectedBySQL(t *testing.T) {
 		`UPDATE invoices SET memo = 'changed' WHERE id = $1`,
 		`UPDATE invoices SET number = 'INV-1999-000001' WHERE id = $1`,
 		`UPDATE invoices SET status = 'draft', number = NULL, issued_at = NULL WHERE id = $1`,
-		`UPDATE invoice_lines SET unit_amount = 1, amount = quantity WHERE invoice_id = $1`,
+		`UPDATE invoice_lines SET unit_amount = 1, amount = quantity_e4 / 10000 WHERE invoice_id = $1`,
 		`DELETE FROM invoice_lines WHERE invoice_id = $1`,
-		`INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_amount, tax_rate_bps, amount, tax_amount) VALUES ($1, 99, 'x', 1, 1, 0, 1, 0)`,
+		`INSERT INTO invoice_lines (invoice_id, position, description, quantity_e4, unit, unit_amount, vat_category, tax_rate_bps, amount, tax_amount) VALUES ($1, 99, 'x', 10000, 'C62', 1, 'Z', 0, 1, 0)`,
 		`DELETE FROM invoices WHERE id = $1`,
 	} {
 		err := refused(stmt)
@@ -275,7 +276,7 @@ func TestInvoiceJSONRoundTrips(t *testing.T) {
 	t.Parallel()
 	d, err := invoices.ParseDate("2027-01-31")
 	require.NoError(t, err)
-	in := invoices.Invoice{DueDate: &d, Currency: "EUR", Lines: []invoices.Line{{Description: "x", Quantity: 1, UnitAmount: 5}}}
+	in := invoices.Invoice{DueDate: &d, Currency: "EUR", Lines: []invoices.Line{{Description: "x", Quantity: 1 * quantity.One, UnitAmount: 5}}}
 	b, err := json.Marshal(in)
 	require.NoError(t, err)
 	var out invoices.Invoice

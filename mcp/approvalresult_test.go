@@ -10,6 +10,7 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/quantity"
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
@@ -24,7 +25,7 @@ func TestApprovalRequiredSaysHowFarTheRequestIs(t *testing.T) {
 	_, approver2 := b.h.User(t, "approver2", identity.RoleApprover)
 	ctx := context.Background()
 	d := invoicetest.Draft(ctx, t, b.h.Pool, invoicetest.DraftOpts{
-		Lines: []invoices.LineInput{{Description: "Fit-out", Quantity: 1, UnitAmount: 2_000_000}}})
+		Lines: []invoices.LineInput{{Description: "Fit-out", Quantity: 1 * quantity.One, UnitAmount: 2_000_000}}})
 	cs := sdkSession(t, b.h.URL, b.clerk, nil)
 	before := b.written(t)
 

@@ -16,6 +16,7 @@ import (
 	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/invoiced/invoiced/mail/mailtest"
 	"github.com/invoiced/invoiced/notify"
+	"github.com/invoiced/invoiced/quantity"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 )
@@ -72,8 +73,8 @@ func (b *bundle) request(t *testing.T) (approvalID string, inv *invoices.Invoice
 	t.Helper()
 	c := invoicetest.Customer(b.ctx, t, b.h.Pool, invoicetest.CustomerOpts{Name: "Äpfel & Birnen GmbH"})
 	inv = invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &c.ID, Lines: []invoices.LineInput{
-		{Description: "Consulting", Quantity: 2, UnitAmount: 5000, TaxRateBPS: 2000},
-		{Description: "Travel", Quantity: 1, UnitAmount: 1234, TaxRateBPS: 0},
+		{Description: "Consulting", Quantity: 2 * quantity.One, UnitAmount: 5000, TaxRateBPS: 2000},
+		{Description: "Travel", Quantity: 1 * quantity.One, UnitAmount: 1234, TaxRateBPS: 0},
 	}})
 	r := b.h.Do(t, http.MethodPost, "/v1/invoices/"+inv.ID.String()+"/issue", b.tokens["clerk"], nil)
 	require.Equal(t, http.StatusForbidden, r.StatusCode, "%s", r.Body)

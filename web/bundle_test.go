@@ -15,6 +15,8 @@ import (
 	"github.com/invoiced/invoiced/internal/nodetest"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/money"
+	"github.com/invoiced/invoiced/quantity"
+	"github.com/invoiced/invoiced/vat"
 	"github.com/stretchr/testify/require"
 )
 
@@ -104,7 +106,7 @@ func TestChatQuantitiesReadAsThePages(t *testing.T) {
 	t.Parallel()
 	node, err := exec.LookPath("node")
 	require.NoError(t, err)
-	samples := []int64{0, 1, 7, 999, 1000, 1234, 1234567, 1<<53 - 1}
+	samples := []string{"1", "7", "7.5", "7.50", "0.125", "999", "1000", "1234.5678", "1234567", "99999999999999.9999"}
 	in, err := json.Marshal(samples)
 	require.NoError(t, err)
 	src, err := filepath.Abs("chat/src/money.js")
@@ -119,25 +121,35 @@ func TestChatQuantitiesReadAsThePages(t *testing.T) {
 	var got []string
 	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
 	require.Len(t, got, len(samples))
-	for i, q := range samples {
-		require.Equal(t, document.Quantity(q), got[i], "%d", q)
+	for i, s := range samples {
+		q, err := quantity.Parse([]byte(strconv.Quote(s)))
+		require.NoError(t, err)
+		require.Equal(t, document.Quantity(q), got[i], "%s", s)
 	}
 }
 
 // A confirmation shows what approving would make: its lines' amounts,
 // tax and total, priced by money.js's priced as invoices.ComputeLines
-// prices them (tax per line rounded half to even), up to the largest
-// total a JavaScript number holds exactly.
+// prices them (VAT per category and rate, shared over the lines), up to
+// the largest total a JavaScript number holds exactly.
 func TestChatTotalsReadAsTheServer(t *testing.T) {
 	t.Parallel()
 	node, err := exec.LookPath("node")
 	require.NoError(t, err)
 	drafts := [][]invoices.LineInput{
-		{{Description: "a", Quantity: 2, UnitAmount: 45000, TaxRateBPS: 825}, {Description: "b", Quantity: 1, UnitAmount: 12000, TaxRateBPS: 825}, {Description: "c", Quantity: 1, UnitAmount: 8550}},
+		{{Description: "a", Quantity: 2 * quantity.One, UnitAmount: 45000, TaxRateBPS: 825}, {Description: "b", Quantity: 1 * quantity.One, UnitAmount: 12000, TaxRateBPS: 825}, {Description: "c", Quantity: 1 * quantity.One, UnitAmount: 8550}},
 		// Half a cent each way: 1.785 rounds to 1.78, 1.795 to 1.80, 0.5 to 0.
-		{{Description: "even", Quantity: 1, UnitAmount: 2550, TaxRateBPS: 700}, {Description: "odd", Quantity: 1, UnitAmount: 2450, TaxRateBPS: 750}, {Description: "half", Quantity: 1, UnitAmount: 5, TaxRateBPS: 1000}},
-		{{Description: "big", Quantity: 1_000_000, UnitAmount: 7_505_199_254, TaxRateBPS: 2000}},
-		{{Description: "none", Quantity: 0, UnitAmount: 0, TaxRateBPS: 0}},
+		{{Description: "even", Quantity: 1 * quantity.One, UnitAmount: 2550, TaxRateBPS: 700}, {Description: "odd", Quantity: 1 * quantity.One, UnitAmount: 2450, TaxRateBPS: 750}, {Description: "half", Quantity: 1 * quantity.One, UnitAmount: 5, TaxRateBPS: 1000}},
+		{{Description: "big", Quantity: 1_000_000 * quantity.One, UnitAmount: 7_505_199_254, TaxRateBPS: 2000}},
+		{{Description: "none", Quantity: 1 * quantity.One, UnitAmount: 0, TaxRateBPS: 0}},
+		// VAT per category and rate (ADR-0021): ten lines of 0.03 at 19 %
+		// make 0.06, where each line rounded alone would make 0.10.
+		repeatLine(10, invoices.LineInput{Description: "tenth", Quantity: quantity.One, UnitAmount: 3, TaxRateBPS: 1900}),
+		// Decimal quantities, a reverse-charge line, two rates.
+		{{Description: "hours", Quantity: 75_000, Unit: "HUR", UnitAmount: 8_333, TaxRateBPS: 1900},
+			{Description: "saffron", Quantity: 1_250, Unit: "KGM", UnitAmount: 99_999, TaxRateBPS: 700},
+			{Description: "service abroad", Quantity: 3 * quantity.One, UnitAmount: 12_345, VATCategory: vat.ReverseCharge},
+			{Description: "more hours", Quantity: 5_000, Unit: "HUR", UnitAmount: 8_333, TaxRateBPS: 1900}},
 	}
 	type priced struct {
 		Lines                [][2]string `json:"lines"`
@@ -185,7 +197,16 @@ func TestChatTotalsWaitForCompleteLines(t *testing.T) {
 		console.log(JSON.stringify([
 			[], [{ description: "x", quantity: 2 }], [null], [{ quantity: 1.5, unit_amount: 100, tax_rate_bps: 0 }],
 			[{ quantity: -1, unit_amount: 100, tax_rate_bps: 0 }], [{ quantity: 1, unit_amount: "100", tax_rate_bps: 0 }],
+			[{ quantity: "1.23456", unit_amount: 100 }], [{ quantity: "0", unit_amount: 100 }], [{ quantity: "7.", unit_amount: 100 }],
 		].map(priced)));`).CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	require.JSONEq(t, `[null, null, null, null, null, null]`, string(out))
+	require.JSONEq(t, `[null, null, null, null, null, null, null, null, null]`, string(out))
+}
+
+func repeatLine(n int, l invoices.LineInput) []invoices.LineInput {
+	out := make([]invoices.LineInput, n)
+	for i := range out {
+		out[i] = l
+	}
+	return out
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/invoiced/invoiced/internal/nodetest"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/quantity"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/stretchr/testify/require"
 )
@@ -122,7 +123,7 @@ func setupChat(t *testing.T) (*bundle, *chatStory, *fakeopenai.Server) {
 	cust := invoicetest.Customer(ctx, t, b.h.Pool, invoicetest.CustomerOpts{Name: "Globex Corporation", Currency: "USD"})
 	// 3 × 1,200.00 at 8.25 %: 3,600.00 + 297.00 tax.
 	draft := invoicetest.Draft(ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &cust.ID, Currency: "USD",
-		Lines: []invoices.LineInput{{Description: "Consulting, 3 days", Quantity: 3, UnitAmount: 120000, TaxRateBPS: 825}}})
+		Lines: []invoices.LineInput{{Description: "Consulting, 3 days", Quantity: 3 * quantity.One, UnitAmount: 120000, TaxRateBPS: 825}}})
 	story.draftID, story.customerID = draft.ID.String(), cust.ID.String()
 	return b, story, fm
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/quantity"
 	"github.com/invoiced/invoiced/server"
 	"github.com/labstack/echo/v4"
 )
@@ -175,12 +176,12 @@ type snapshotView struct {
 	DueDate  string `json:"due_date"`
 	Memo     string `json:"memo"`
 	Lines    []struct {
-		Description string `json:"description"`
-		Quantity    int64  `json:"quantity"`
-		UnitAmount  int64  `json:"unit_amount"`
-		TaxRateBPS  int64  `json:"tax_rate_bps"`
-		Amount      int64  `json:"amount"`
-		TaxAmount   int64  `json:"tax_amount"`
+		Description string            `json:"description"`
+		Quantity    quantity.Quantity `json:"quantity"`
+		UnitAmount  int64             `json:"unit_amount"`
+		TaxRateBPS  int64             `json:"tax_rate_bps"`
+		Amount      int64             `json:"amount"`
+		TaxAmount   int64             `json:"tax_amount"`
 	} `json:"lines"`
 	Subtotal       int64 `json:"subtotal"`
 	TaxTotal       int64 `json:"tax_total"`

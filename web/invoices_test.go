@@ -12,6 +12,7 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/quantity"
 	"github.com/stretchr/testify/require"
 )
 
@@ -141,7 +142,7 @@ func TestInvoicesListNewestFirst(t *testing.T) {
 	}
 	// 3 × 150.65 at 19 %: 451.95 + 85.87 (85.8705) tax = 537.82 EUR.
 	acme := invoicetest.Issued(ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: customer("Acme GmbH", "EUR"),
-		Lines: []invoices.LineInput{{Description: "Support", Quantity: 3, UnitAmount: 15065, TaxRateBPS: 1900}}})
+		Lines: []invoices.LineInput{{Description: "Support", Quantity: 3 * quantity.One, UnitAmount: 15065, TaxRateBPS: 1900}}})
 	invoicetest.Draft(ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: customer("Umbrella", "USD"), Currency: "USD"})
 	globex := invoicetest.Issued(ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: customer("Globex Corporation", "EUR")})
 

@@ -14,6 +14,7 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/quantity"
 	"github.com/stretchr/testify/require"
 )
 
@@ -137,7 +138,7 @@ func TestInvoicePageAndPDFShowQuantitiesAlike(t *testing.T) {
 		{1234, "Bolts", "1,234", "0.05", "19 %", "61.70"},
 		{1234567, "Rivets", "1,234,567", "0.01", "0 %", "12,345.67"},
 	} {
-		require.Equal(t, l.qty, document.Quantity(l.quantity))
+		require.Equal(t, l.qty, document.Quantity(quantity.Quantity(l.quantity)*quantity.One))
 		row := "<tr><td>" + l.desc + `</td><td class="num">` + l.qty + `</td><td class="num">` + l.unit + `</td><td class="num">` + l.rate + "<br>"
 		require.Contains(t, page.body, row)
 		require.Contains(t, request.body, row)

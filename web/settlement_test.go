@@ -10,6 +10,7 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/quantity"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,7 +27,7 @@ func TestPagesShowPaidCreditedAndBalance(t *testing.T) {
 	ctx := context.Background()
 	cu := invoicetest.Customer(ctx, t, b.h.Pool, invoicetest.CustomerOpts{Name: "Buyer USD", Currency: "USD"})
 	inv := invoicetest.Issued(ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &cu.ID, Currency: "USD",
-		Lines: []invoices.LineInput{{Description: "Audit", Quantity: 1, UnitAmount: 1500000, TaxRateBPS: 825}}}) // 16,237.50
+		Lines: []invoices.LineInput{{Description: "Audit", Quantity: 1 * quantity.One, UnitAmount: 1500000, TaxRateBPS: 825}}}) // 16,237.50
 	id := inv.ID.String()
 	r := b.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/payments", tok, map[string]any{
 		"amount": 1000000, "received_on": time.Now().UTC().Format(time.DateOnly), "method": "bank_transfer", "reference": "ACH 99"})

@@ -32,6 +32,7 @@ import (
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/quantity"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/webhooks"
@@ -254,7 +255,7 @@ func (b *bench) prepare(ctx context.Context, n int) ([]item, error) {
 	items := make([]item, n)
 	svc := b.app.Approvals()
 	reg := b.app.Capabilities()
-	lines, sub, tax, total, err := invoices.ComputeLines([]invoices.LineInput{{Description: "Consulting", Quantity: 2, UnitAmount: 5000, TaxRateBPS: 2000}})
+	lines, sub, tax, total, err := invoices.ComputeLines([]invoices.LineInput{{Description: "Consulting", Quantity: 2 * quantity.One, UnitAmount: 5000, TaxRateBPS: 2000}})
 	if err != nil {
 		return nil, err
 	}

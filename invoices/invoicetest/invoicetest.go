@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/quantity"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -61,7 +62,7 @@ func Draft(ctx context.Context, t testing.TB, db store.Executor, opts DraftOpts)
 		opts.CustomerID = &c.ID
 	}
 	if opts.Lines == nil {
-		opts.Lines = []invoices.LineInput{{Description: "Consulting", Quantity: 2, UnitAmount: 5000, TaxRateBPS: 2000}}
+		opts.Lines = []invoices.LineInput{{Description: "Consulting", Quantity: 2 * quantity.One, UnitAmount: 5000, TaxRateBPS: 2000}}
 	}
 	lines, sub, tax, total, err := invoices.ComputeLines(opts.Lines)
 	require.NoError(t, err)

@@ -70,7 +70,7 @@ function Lines({ lines, currency }) {
           {lines.map((l, i) => (
             <tr key={i}>
               <td>{l && l.description}</td>
-              <td className="num">{l && Number.isInteger(l.quantity) ? quantity(l.quantity) : String(l?.quantity ?? '')}</td>
+              <td className="num">{quantity(l?.quantity)}</td>
               <td className="num">{l && Number.isInteger(l.unit_amount) && currency ? grouped(l.unit_amount, currency) : ''}</td>
               <td className="num">{l && Number.isInteger(l.tax_rate_bps) ? rate(l.tax_rate_bps) : ''}</td>
               <td className="num">{p ? cell(p.lines[i].amount) : ''}</td>
