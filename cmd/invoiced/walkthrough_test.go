@@ -168,7 +168,8 @@ func TestReadmeWalkthroughIssuesAnInvoice(t *testing.T) {
 	// The PDFs it saved read back as the walkthrough says.
 	pdf, err := os.ReadFile(filepath.Join(mr.dir, cn))
 	require.NoError(t, err)
-	documenttest.RequireLines(t, documenttest.Text(t, pdf), "Example Seller Credit note", "Number "+strings.TrimSuffix(cn, ".pdf"),
+	documenttest.RequireLines(t, documenttest.Text(t, pdf), "Example Seller", "Example Street 1", "10115 Berlin", "Credit note",
+		"Number "+strings.TrimSuffix(cn, ".pdf"),
 		"Consulting 1 120.00 19 % 120.00", "Total 142.80 EUR", "Reason: One hour not worked")
 	pdf, err = os.ReadFile(filepath.Join(mr.dir, inv))
 	require.NoError(t, err)
