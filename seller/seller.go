@@ -210,7 +210,8 @@ func (s *Service) Get(ctx context.Context) (*Seller, error) {
 		return nil, err
 	}
 	if sl == nil {
-		return nil, problem.NotFound("a seller (none is set yet: an admin sets it with PUT /v1/seller or `invoiced seller set`)")
+		return nil, problem.New(http.StatusNotFound, problem.CodeNotFound,
+			"no seller is set yet: an admin sets it with PUT /v1/seller (If-None-Match: *) or `invoiced seller set`")
 	}
 	return sl, nil
 }
