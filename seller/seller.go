@@ -1,8 +1,8 @@
 // Package seller keeps who issues the invoices: one record, owned by
 // admins, versioned, every change in the audit chain with the seller
-// before and after (docs/documents.md, "Who sells"). Issuing freezes it
-// into each invoice and credit note, in the issuing transaction
-// (seller.Get over the caller's transaction).
+// before and after (docs/documents.md, "Who sells"). Get reads it in a
+// caller's transaction, so that issuing can copy it into an invoice or a
+// credit note as it is in that transaction.
 package seller
 
 import (
