@@ -49,10 +49,27 @@ const (
 	linesSchema    = `{"type": "array", "maxItems": 1000, "items": ` + lineSchema + `}`
 	memoSchema     = `{"type": "string", "format": "plain-text", "maxLength": 2000, "description": "free text; line breaks allowed, no bidirectional or other control characters"}`
 	dueDateSchema  = `{"type": ["string", "null"], "format": "date", "description": "YYYY-MM-DD, not before the issue date"}`
-	limitSchema    = `{"type": "integer", "minimum": 1, "maximum": 100, "default": 20}`
-	cursorSchema   = `{"type": "string", "maxLength": 512, "description": "next_cursor of the previous page"}`
-	nameSchema     = `{"type": "string", "format": "visible-text", "minLength": 1, "maxLength": 200, "description": "shown to approvers: something visible, no bidirectional controls or line breaks"}`
-	emailSchema    = `{"type": "string", "format": "email", "maxLength": 254}`
+	termsSchema    = `"supply_date": {"type": ["string", "null"], "format": "date", "description": "YYYY-MM-DD the goods or services were supplied, where not the issue date"},
+		"service_period": {"type": ["object", "null"], "additionalProperties": false, "required": ["start", "end"], "description": "the period invoiced, instead of a date of supply",
+			"properties": {"start": {"type": "string", "format": "date"}, "end": {"type": "string", "format": "date"}}},
+		"payment_terms_days": {"type": ["integer", "null"], "minimum": 0, "maximum": 365, "description": "days net: on issue the due date is the issue date plus these (the customer's or the seller's terms when null); instead of due_date"},
+		"purchase_order": {"type": "string", "maxLength": 200, "description": "the buyer's purchase order number"},
+		"buyer_reference": {"type": "string", "maxLength": 200, "description": "the reference the buyer asks for (a German Leitweg-ID); empty takes the customer's"}`
+	limitSchema   = `{"type": "integer", "minimum": 1, "maximum": 100, "default": 20}`
+	cursorSchema  = `{"type": "string", "maxLength": 512, "description": "next_cursor of the previous page"}`
+	nameSchema    = `{"type": "string", "format": "visible-text", "minLength": 1, "maxLength": 200, "description": "shown to approvers: something visible, no bidirectional controls or line breaks"}`
+	emailSchema   = `{"type": "string", "format": "email", "maxLength": 254}`
+	addressSchema = `{"type": "object", "additionalProperties": false, "description": "postal address", "properties": {
+		"lines": {"type": "array", "maxItems": 3, "items": {"type": "string", "format": "visible-text", "minLength": 1, "maxLength": 100}, "description": "street lines"},
+		"postcode": {"type": "string", "maxLength": 16}, "city": {"type": "string", "maxLength": 100},
+		"subdivision": {"type": "string", "maxLength": 100, "description": "state, county or region where addresses use one"},
+		"country": {"type": "string", "pattern": "^[A-Za-z]{2}$", "description": "ISO 3166-1 alpha-2 code, e.g. DE"}}}`
+	customerFieldsSchema = `"address": ` + addressSchema + `,
+		"vat_id": {"type": "string", "maxLength": 30, "description": "VAT identification number with its country prefix (DE123456789, CHE123456789MWST); checked for its country's form and check digits, not looked up online; empty clears it"},
+		"tax_number": {"type": "string", "maxLength": 50, "description": "national tax number, where there is no VAT id"},
+		"buyer_reference": {"type": "string", "maxLength": 200, "description": "the reference the buyer asks invoices to quote (a German Leitweg-ID)"},
+		"language": {"type": "string", "enum": ["en", "de", "fr"], "description": "the language of their documents; en when created without"},
+		"payment_terms_days": {"type": ["integer", "null"], "minimum": 0, "maximum": 365, "description": "days net their invoices give; null: the seller's"}`
 	targetSchema   = `{"type": "object", "additionalProperties": false, "required": ["invoice_id"], "properties": {"invoice_id": ` + uuidSchema + `}}`
 	customerTarget = `{"type": "object", "additionalProperties": false, "required": ["customer_id"], "properties": {"customer_id": ` + uuidSchema + `}}`
 )
@@ -84,14 +101,14 @@ func customerCapabilities(svc *Service) []capability.Capability {
 		}, Handler: svc.CustomerGet},
 		{Descriptor: capability.Descriptor{
 			Name:        CapCreateCustomer,
-			Description: "Create a customer to send invoices to. currency is the ISO 4217 code their invoices default to. Returns the new customer with its id.",
-			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["name", "currency"], "properties": {"name": ` + nameSchema + `, "email": ` + emailSchema + `, "currency": ` + currencySchema + `}}`),
+			Description: "Create a customer to send invoices to. currency is the ISO 4217 code their invoices default to. An invoice is issued only once its buyer has a postal address (and a VAT id where its VAT categories need one), so give them when you know them. Returns the new customer with its id.",
+			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["name", "currency"], "properties": {"name": ` + nameSchema + `, "email": ` + emailSchema + `, "currency": ` + currencySchema + `, ` + customerFieldsSchema + `}}`),
 			Risk:        capability.RiskBound,
 		}, Handler: svc.CustomerCreate},
 		{Descriptor: capability.Descriptor{
 			Name:        CapUpdateCustomer,
-			Description: "Change a customer's name, email or default currency; fields left out stay as they are. Existing invoices keep their own currency. Returns the updated customer.",
-			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["customer_id"], "properties": {"customer_id": ` + uuidSchema + `, "name": ` + nameSchema + `, "email": ` + emailSchema + `, "currency": ` + currencySchema + `}}`),
+			Description: "Change a customer's name, email, default currency, postal address, VAT id, tax number, buyer reference, language or payment terms; fields left out stay as they are (an address sent replaces the whole address). Existing invoices keep their own currency; issued ones keep the customer as it was. Returns the updated customer.",
+			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["customer_id"], "properties": {"customer_id": ` + uuidSchema + `, "name": ` + nameSchema + `, "email": ` + emailSchema + `, "currency": ` + currencySchema + `, ` + customerFieldsSchema + `}}`),
 			Risk:        capability.RiskBound,
 		}, Handler: svc.CustomerUpdate},
 	}
@@ -123,7 +140,7 @@ func invoiceCapabilities(svc *Service) []capability.Capability {
 			Description: "Create a draft invoice for a customer. Amounts are integers in minor units of the currency (which defaults to the customer's). Tax per line is in basis points and rounded half-even. A draft has no number and can be changed freely until it is issued. Returns the draft with computed line amounts and totals.",
 			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["customer_id"], "properties": {
 				"customer_id": ` + uuidSchema + `, "currency": ` + currencySchema + `, "due_date": ` + dueDateSchema + `,
-				"memo": ` + memoSchema + `, "lines": ` + linesSchema + `}}`),
+				"memo": ` + memoSchema + `, "lines": ` + linesSchema + `, ` + termsSchema + `}}`),
 			Risk: capability.RiskBound,
 		}, Handler: svc.DraftCreate},
 		{Descriptor: capability.Descriptor{
@@ -131,7 +148,7 @@ func invoiceCapabilities(svc *Service) []capability.Capability {
 			Description: "Change a draft invoice: customer_id, due_date (null clears it), memo, or lines (which replace all lines). Its currency cannot change. Only drafts can be changed; issued invoices are immutable. Returns the updated draft.",
 			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["invoice_id"], "properties": {
 				"invoice_id": ` + uuidSchema + `, "customer_id": ` + uuidSchema + `, "currency": ` + currencySchema + `,
-				"due_date": ` + dueDateSchema + `, "memo": ` + memoSchema + `, "lines": ` + linesSchema + `}}`),
+				"due_date": ` + dueDateSchema + `, "memo": ` + memoSchema + `, "lines": ` + linesSchema + `, ` + termsSchema + `}}`),
 			Risk: capability.RiskBound,
 		}, Handler: svc.DraftUpdate},
 		{Descriptor: capability.Descriptor{

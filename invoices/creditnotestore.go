@@ -21,6 +21,7 @@ func scanCreditNote(row pgx.Row) (*CreditNote, error) {
 		&cn.BillTo, &cn.Seller, &cn.InvoiceVersion, &cn.ApprovalID, &cn.IssuedBy, &cn.IssuedAt); err != nil {
 		return nil, err
 	}
+	cn.BillTo.Address = addressArg(cn.BillTo.Address)
 	cn.IssuedAt = cn.IssuedAt.UTC()
 	cn.Lines = []CreditLine{}
 	return &cn, nil

@@ -2,23 +2,96 @@ package invoices
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/page"
+	"github.com/invoiced/invoiced/party"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
 )
 
 type customerInput struct {
-	CustomerID uuid.UUID `json:"customer_id"`
-	Name       *string   `json:"name"`
-	Email      *string   `json:"email"`
-	Currency   *string   `json:"currency"`
+	CustomerID     uuid.UUID      `json:"customer_id"`
+	Name           *string        `json:"name"`
+	Email          *string        `json:"email"`
+	Currency       *string        `json:"currency"`
+	Address        *party.Address `json:"address"`
+	VATID          *string        `json:"vat_id"`
+	TaxNumber      *string        `json:"tax_number"`
+	BuyerReference *string        `json:"buyer_reference"`
+	Language       *string        `json:"language"`
+	// PaymentTermsDays is absent (keep), null (the seller's) or days.
+	PaymentTermsDays json.RawMessage `json:"payment_terms_days"`
 }
+
+// apply writes the members in sent onto c, each checked; the refusal
+// names every field that is wrong.
+func (in customerInput) apply(c *Customer) error {
+	if in.Currency != nil {
+		if err := checkCurrency("currency", *in.Currency); err != nil {
+			return err
+		}
+		c.Currency = *in.Currency
+	}
+	if in.Name != nil {
+		c.Name = *in.Name
+	}
+	if in.Email != nil {
+		c.Email = *in.Email
+	}
+	var bad []problem.FieldError
+	if in.Address != nil {
+		a, fe := in.Address.Check("address")
+		c.Address, bad = a, append(bad, fe...)
+	}
+	if in.VATID != nil {
+		c.VATID = ""
+		if strings.TrimSpace(*in.VATID) != "" {
+			v, err := party.ParseVATID("vat_id", *in.VATID)
+			if pe, ok := problem.As(err); ok {
+				bad = append(bad, pe.Errors...)
+			}
+			c.VATID = v
+		}
+	}
+	if in.TaxNumber != nil {
+		v, fe := party.Line("tax_number", *in.TaxNumber, maxTaxNumber, false)
+		c.TaxNumber, bad = v, append(bad, fe...)
+	}
+	if in.BuyerReference != nil {
+		v, fe := party.Line("buyer_reference", *in.BuyerReference, maxReference, false)
+		c.BuyerReference, bad = v, append(bad, fe...)
+	}
+	if in.Language != nil {
+		c.Language = *in.Language
+	}
+	if len(in.PaymentTermsDays) > 0 {
+		c.PaymentTermsDays = nil
+		if string(in.PaymentTermsDays) != "null" {
+			var days int
+			if err := json.Unmarshal(in.PaymentTermsDays, &days); err != nil {
+				return fmt.Errorf("payment_terms_days: %w", err)
+			}
+			c.PaymentTermsDays = &days
+		}
+	}
+	return party.Join(bad)
+}
+
+// Limits of the references a customer or invoice carries: EN 16931 sets
+// none; a Leitweg-ID has at most 46 characters, a purchase order number
+// rarely 30.
+const (
+	maxTaxNumber = 50
+	maxReference = 200
+)
 
 func checkCurrency(field, c string) error {
 	if !money.Valid(c) {
@@ -33,12 +106,9 @@ func (s *Service) CustomerCreate(ctx context.Context, call capability.Call) (any
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCurrency("currency", *in.Currency); err != nil {
+	c := &Customer{ID: uuid.Must(uuid.NewV7()), Language: "en", CreatedAt: s.clock()}
+	if err := in.apply(c); err != nil {
 		return nil, err
-	}
-	c := &Customer{ID: uuid.Must(uuid.NewV7()), Name: *in.Name, Currency: *in.Currency, CreatedAt: s.clock()}
-	if in.Email != nil {
-		c.Email = *in.Email
 	}
 	return result(store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Customer, error) {
 		out, err := CustomerCreate(ctx, tx, c)
@@ -55,10 +125,8 @@ func (s *Service) CustomerUpdate(ctx context.Context, call capability.Call) (any
 	if err != nil {
 		return nil, err
 	}
-	if in.Currency != nil {
-		if err := checkCurrency("currency", *in.Currency); err != nil {
-			return nil, err
-		}
+	if err := in.apply(&Customer{}); err != nil {
+		return nil, err
 	}
 	return result(store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Customer, error) {
 		c, err := CustomerLockTx(ctx, tx, in.CustomerID)
@@ -68,14 +136,8 @@ func (s *Service) CustomerUpdate(ctx context.Context, call capability.Call) (any
 		if err := etag.CheckIfMatch(call.IfMatch, c.Version); err != nil {
 			return nil, err
 		}
-		if in.Name != nil {
-			c.Name = *in.Name
-		}
-		if in.Email != nil {
-			c.Email = *in.Email
-		}
-		if in.Currency != nil {
-			c.Currency = *in.Currency
+		if err := in.apply(c); err != nil {
+			return nil, err
 		}
 		out, err := CustomerUpdateTx(ctx, tx, c, s.clock())
 		if err != nil {

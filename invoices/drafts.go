@@ -3,9 +3,11 @@ package invoices
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/party"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
@@ -18,6 +20,69 @@ type draftInput struct {
 	DueDate    json.RawMessage `json:"due_date"`
 	Memo       *string         `json:"memo"`
 	Lines      *[]LineInput    `json:"lines"`
+	// SupplyDate, ServicePeriod and PaymentTermsDays are absent (keep),
+	// null (clear) or a value.
+	SupplyDate       json.RawMessage `json:"supply_date"`
+	ServicePeriod    json.RawMessage `json:"service_period"`
+	PaymentTermsDays json.RawMessage `json:"payment_terms_days"`
+	PurchaseOrder    *string         `json:"purchase_order"`
+	BuyerReference   *string         `json:"buyer_reference"`
+}
+
+// applyTerms writes the supply and terms members in sent onto inv: a date
+// of supply or a service period (not both; a period that ends before it
+// starts is refused), payment terms in days net or a due date (not both),
+// the purchase order and the buyer reference.
+func (in draftInput) applyTerms(inv *Invoice) error {
+	if len(in.SupplyDate) > 0 {
+		inv.SupplyDate = nil
+		if string(in.SupplyDate) != "null" {
+			var d Date
+			if err := json.Unmarshal(in.SupplyDate, &d); err != nil {
+				return problem.Invalid("supply_date", "must be a date YYYY-MM-DD")
+			}
+			inv.SupplyDate = &d
+		}
+	}
+	if len(in.ServicePeriod) > 0 {
+		inv.ServicePeriod = nil
+		if string(in.ServicePeriod) != "null" {
+			var p Period
+			if err := json.Unmarshal(in.ServicePeriod, &p); err != nil {
+				return problem.Invalid("service_period", "must be {\"start\": \"YYYY-MM-DD\", \"end\": \"YYYY-MM-DD\"}")
+			}
+			if p.End.Before(p.Start.Time) {
+				return problem.Invalid("service_period.end", "is %s, before the period's start %s", p.End, p.Start)
+			}
+			inv.ServicePeriod = &p
+		}
+	}
+	if inv.SupplyDate != nil && inv.ServicePeriod != nil {
+		return problem.Invalid("service_period", "give a date of supply (supply_date) or a service period, not both")
+	}
+	if len(in.PaymentTermsDays) > 0 {
+		inv.PaymentTermsDays = nil
+		if string(in.PaymentTermsDays) != "null" {
+			var days int
+			if err := json.Unmarshal(in.PaymentTermsDays, &days); err != nil {
+				return fmt.Errorf("payment_terms_days: %w", err)
+			}
+			inv.PaymentTermsDays = &days
+		}
+	}
+	if inv.PaymentTermsDays != nil && inv.DueDate != nil {
+		return problem.Invalid("payment_terms_days", "give payment terms (days net, the due date follows from the issue date) or a due date, not both")
+	}
+	var bad []problem.FieldError
+	if in.PurchaseOrder != nil {
+		v, fe := party.Line("purchase_order", *in.PurchaseOrder, maxReference, false)
+		inv.PurchaseOrder, bad = v, append(bad, fe...)
+	}
+	if in.BuyerReference != nil {
+		v, fe := party.Line("buyer_reference", *in.BuyerReference, maxReference, false)
+		inv.BuyerReference, bad = v, append(bad, fe...)
+	}
+	return party.Join(bad)
 }
 
 // dueDate parses an optional, nullable due date that must not be before
@@ -82,6 +147,9 @@ func (s *Service) DraftCreate(ctx context.Context, call capability.Call) (any, e
 	if in.Memo != nil {
 		inv.Memo = *in.Memo
 	}
+	if err := in.applyTerms(inv); err != nil {
+		return nil, err
+	}
 	return result(store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Invoice, error) {
 		c, err := customerExists(ctx, tx, *in.CustomerID)
 		if err != nil {
@@ -140,6 +208,9 @@ func (s *Service) applyDraft(ctx context.Context, tx pgx.Tx, inv *Invoice, in dr
 	}
 	if in.Memo != nil {
 		inv.Memo = *in.Memo
+	}
+	if err := in.applyTerms(inv); err != nil {
+		return err
 	}
 	lines := in.Lines
 	if lines == nil && inv.TaxRounding != RoundPerGroup {

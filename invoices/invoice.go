@@ -15,6 +15,7 @@ import (
 	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/page"
+	"github.com/invoiced/invoiced/party"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/quantity"
 	"github.com/invoiced/invoiced/units"
@@ -109,16 +110,33 @@ var actionPhrases = map[Action]string{
 	ActionCredit:         "be credited",
 }
 
-// Customer is someone invoices are addressed to.
+// Customer is someone invoices are addressed to: what an invoice must
+// say of its buyer (Article 226 of Directive 2006/112/EC) and how to
+// write to them.
 type Customer struct {
-	ID        uuid.UUID `json:"id"`
-	Name      string    `json:"name"`
-	Email     string    `json:"email"`
-	Currency  string    `json:"currency"`
-	Version   int64     `json:"version"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ID       uuid.UUID     `json:"id"`
+	Name     string        `json:"name"`
+	Email    string        `json:"email"`
+	Currency string        `json:"currency"`
+	Address  party.Address `json:"address"`
+	// VATID is in party.ParseVATID's compact form; empty when unknown.
+	VATID     party.VATID `json:"vat_id"`
+	TaxNumber string      `json:"tax_number"`
+	// BuyerReference is what the buyer asks invoices to quote (a German
+	// Leitweg-ID); an invoice's own reference takes precedence.
+	BuyerReference string `json:"buyer_reference"`
+	// Language is what its documents are written in: en, de or fr.
+	Language string `json:"language"`
+	// PaymentTermsDays is the days net its invoices give by default; nil
+	// takes the seller's.
+	PaymentTermsDays *int      `json:"payment_terms_days"`
+	Version          int64     `json:"version"`
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
 }
+
+// Languages are those documents are written in.
+var Languages = []string{"en", "de", "fr"}
 
 // ResourceVersion is the version the ETag carries.
 func (c *Customer) ResourceVersion() int64 { return c.Version }
@@ -225,6 +243,17 @@ type Invoice struct {
 	DueDate    *Date     `json:"due_date"`
 	Memo       string    `json:"memo"`
 	Lines      []Line    `json:"lines"`
+	// SupplyDate is when the goods or services were supplied, where that
+	// is not the issue date; ServicePeriod the period invoiced instead.
+	SupplyDate    *Date   `json:"supply_date"`
+	ServicePeriod *Period `json:"service_period"`
+	// PaymentTermsDays is days net; at issue it gives the due date when
+	// none was set (the customer's or the seller's when the draft has none).
+	PaymentTermsDays *int   `json:"payment_terms_days"`
+	PurchaseOrder    string `json:"purchase_order"`
+	// BuyerReference is what the buyer asks invoices to quote; empty takes
+	// the customer's.
+	BuyerReference string `json:"buyer_reference"`
 	// VATBreakdown is computed from the lines (Breakdown).
 	VATBreakdown []VATGroup  `json:"vat_breakdown"`
 	TaxRounding  TaxRounding `json:"tax_rounding"`
@@ -255,11 +284,22 @@ type Invoice struct {
 	Seller *Seller `json:"seller"`
 }
 
-// BillTo is the customer's name and email as they were when the invoice
-// was issued.
+// Period is a service period, both ends included.
+type Period struct {
+	Start Date `json:"start"`
+	End   Date `json:"end"`
+}
+
+// BillTo is the customer as they were when the invoice was issued.
+// Invoices issued before addresses were kept have a name and an email
+// only.
 type BillTo struct {
-	Name  string `json:"name"`
-	Email string `json:"email"`
+	Name      string        `json:"name"`
+	Email     string        `json:"email"`
+	Address   party.Address `json:"address"`
+	VATID     party.VATID   `json:"vat_id"`
+	TaxNumber string        `json:"tax_number"`
+	Language  string        `json:"language"`
 }
 
 // ResourceVersion is the version the ETag carries.

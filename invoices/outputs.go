@@ -8,14 +8,20 @@ import "github.com/invoiced/invoiced/capability"
 // keywords that draft-07 and draft 2020-12 read alike, since clients
 // validate with either.
 const (
-	timeOutSchema     = `{"type": "string", "format": "date-time"}`
-	timeOrNullSchema  = `{"type": ["string", "null"], "format": "date-time"}`
+	timeOutSchema    = `{"type": "string", "format": "date-time"}`
+	timeOrNullSchema = `{"type": ["string", "null"], "format": "date-time"}`
+	addressOutSchema = `{"type": "object", "required": ["lines", "postcode", "city", "subdivision", "country"],
+		"properties": {"lines": {"type": "array", "items": {"type": "string"}}, "postcode": {"type": "string"}, "city": {"type": "string"},
+			"subdivision": {"type": "string"}, "country": {"type": "string"}}}`
 	customerOutSchema = `{
 		"type": "object",
-		"required": ["id", "name", "email", "currency", "version", "created_at", "updated_at"],
+		"required": ["id", "name", "email", "currency", "address", "vat_id", "tax_number", "buyer_reference", "language", "payment_terms_days",
+			"version", "created_at", "updated_at"],
 		"properties": {
 			"id": ` + uuidSchema + `, "name": {"type": "string"}, "email": {"type": "string"},
-			"currency": {"type": "string"}, "version": {"type": "integer"},
+			"currency": {"type": "string"}, "address": ` + addressOutSchema + `, "vat_id": {"type": "string"}, "tax_number": {"type": "string"},
+			"buyer_reference": {"type": "string"}, "language": {"type": "string", "enum": ["en", "de", "fr"]},
+			"payment_terms_days": {"type": ["integer", "null"]}, "version": {"type": "integer"},
 			"created_at": ` + timeOutSchema + `, "updated_at": ` + timeOutSchema + `
 		}
 	}`
@@ -37,7 +43,8 @@ const (
 	}`
 	invoiceOutSchema = `{
 		"type": "object",
-		"required": ["id", "number", "status", "customer_id", "currency", "due_date", "memo", "lines", "vat_breakdown", "tax_rounding",
+		"required": ["id", "number", "status", "customer_id", "currency", "due_date", "memo", "supply_date", "service_period",
+			"payment_terms_days", "purchase_order", "buyer_reference", "lines", "vat_breakdown", "tax_rounding",
 			"subtotal", "tax_total", "total", "amount_paid", "amount_credited", "balance_due", "overdue", "issued_at", "voided_at", "paid_at", "version", "created_at", "updated_at", "bill_to", "seller"],
 		"properties": {
 			"id": ` + uuidSchema + `,
@@ -46,6 +53,11 @@ const (
 			"customer_id": ` + uuidSchema + `, "currency": {"type": "string"},
 			"due_date": {"type": ["string", "null"], "format": "date"},
 			"memo": {"type": "string"},
+			"supply_date": {"type": ["string", "null"], "format": "date"},
+			"service_period": {"type": ["object", "null"], "required": ["start", "end"],
+				"properties": {"start": {"type": "string", "format": "date"}, "end": {"type": "string", "format": "date"}}},
+			"payment_terms_days": {"type": ["integer", "null"]},
+			"purchase_order": {"type": "string"}, "buyer_reference": {"type": "string"},
 			"lines": {"type": "array", "items": ` + lineOutSchema + `},
 			"vat_breakdown": {"type": "array", "items": ` + vatGroupOutSchema + `},
 			"tax_rounding": {"type": "string", "enum": ["group", "line"]},
@@ -55,11 +67,13 @@ const (
 			"issued_at": ` + timeOrNullSchema + `, "voided_at": ` + timeOrNullSchema + `, "paid_at": ` + timeOrNullSchema + `,
 			"version": {"type": "integer"},
 			"created_at": ` + timeOutSchema + `, "updated_at": ` + timeOutSchema + `,
-			"bill_to": {"type": ["object", "null"], "required": ["name", "email"],
-				"properties": {"name": {"type": "string"}, "email": {"type": "string"}}},
+			"bill_to": ` + billToOutSchema + `,
 			"seller": ` + sellerOutSchema + `
 		}
 	}`
+	billToOutSchema = `{"type": ["object", "null"], "required": ["name", "email", "address", "vat_id", "tax_number", "language"],
+		"properties": {"name": {"type": "string"}, "email": {"type": "string"}, "address": ` + addressOutSchema + `,
+			"vat_id": {"type": "string"}, "tax_number": {"type": "string"}, "language": {"type": "string"}}}`
 	// sellerOutSchema is who issued an invoice or credit note, as at issue.
 	sellerOutSchema = `{"type": ["object", "null"], "required": ["name", "address", "tax_id"],
 		"properties": {"name": {"type": "string"}, "address": {"type": "string"}, "tax_id": {"type": "string"}}}`
@@ -93,8 +107,7 @@ const (
 			"currency": {"type": "string"}, "reason": {"type": "string"},
 			"lines": {"type": "array", "items": ` + creditLineOutSchema + `},
 			"subtotal": {"type": "integer"}, "tax_total": {"type": "integer"}, "total": {"type": "integer"},
-			"bill_to": {"type": "object", "required": ["name", "email"],
-				"properties": {"name": {"type": "string"}, "email": {"type": "string"}}},
+			"bill_to": ` + billToOutSchema + `,
 			"seller": ` + sellerOutSchema + `,
 			"invoice_version": {"type": "integer"}, "approval_id": ` + uuidSchema + `, "issued_by": ` + uuidSchema + `,
 			"issued_at": ` + timeOutSchema + `,

@@ -1,6 +1,7 @@
 package invoices
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/page"
+	"github.com/invoiced/invoiced/party"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
@@ -30,12 +32,17 @@ func mapError(err error, what string) error {
 
 // ---- customers ----
 
-const customerColumns = `id, name, email, currency, version, created_at, updated_at`
+const customerColumns = `id, name, email, currency, address, vat_id, tax_number, buyer_reference, language, payment_terms_days,
+	version, created_at, updated_at`
 
 func scanCustomer(row pgx.Row) (*Customer, error) {
 	var c Customer
-	if err := row.Scan(&c.ID, &c.Name, &c.Email, &c.Currency, &c.Version, &c.CreatedAt, &c.UpdatedAt); err != nil {
+	if err := row.Scan(&c.ID, &c.Name, &c.Email, &c.Currency, &c.Address, &c.VATID, &c.TaxNumber, &c.BuyerReference, &c.Language,
+		&c.PaymentTermsDays, &c.Version, &c.CreatedAt, &c.UpdatedAt); err != nil {
 		return nil, err
+	}
+	if c.Address.Lines == nil {
+		c.Address.Lines = []string{}
 	}
 	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
 	return &c, nil
@@ -45,9 +52,11 @@ func scanCustomer(row pgx.Row) (*Customer, error) {
 // the caller) and returns the stored row.
 func CustomerCreate(ctx context.Context, db store.Executor, c *Customer) (*Customer, error) {
 	row := db.QueryRow(ctx, `
-		INSERT INTO customers (id, name, email, currency, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $5)
-		RETURNING `+customerColumns, c.ID, c.Name, c.Email, c.Currency, c.CreatedAt)
+		INSERT INTO customers (id, name, email, currency, address, vat_id, tax_number, buyer_reference, language, payment_terms_days,
+			created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)
+		RETURNING `+customerColumns, c.ID, c.Name, c.Email, c.Currency, addressArg(c.Address), c.VATID, c.TaxNumber, c.BuyerReference,
+		cmp.Or(c.Language, "en"), c.PaymentTermsDays, c.CreatedAt)
 	out, err := scanCustomer(row)
 	if err != nil {
 		return nil, mapError(err, "customer")
@@ -73,12 +82,22 @@ func CustomerLockTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*Customer, er
 	return out, nil
 }
 
-// CustomerUpdateTx writes c's name, email and currency, bumping version.
+// addressArg is a for its jsonb column, never with null lines.
+func addressArg(a party.Address) party.Address {
+	if a.Lines == nil {
+		a.Lines = []string{}
+	}
+	return a
+}
+
+// CustomerUpdateTx writes c's fields, bumping version.
 func CustomerUpdateTx(ctx context.Context, tx pgx.Tx, c *Customer, at time.Time) (*Customer, error) {
 	out, err := scanCustomer(tx.QueryRow(ctx, `
-		UPDATE customers SET name = $2, email = $3, currency = $4, version = version + 1, updated_at = $5
+		UPDATE customers SET name = $2, email = $3, currency = $4, address = $6, vat_id = $7, tax_number = $8,
+			buyer_reference = $9, language = $10, payment_terms_days = $11, version = version + 1, updated_at = $5
 		WHERE id = $1
-		RETURNING `+customerColumns, c.ID, c.Name, c.Email, c.Currency, at))
+		RETURNING `+customerColumns, c.ID, c.Name, c.Email, c.Currency, at, addressArg(c.Address), c.VATID, c.TaxNumber,
+		c.BuyerReference, c.Language, c.PaymentTermsDays))
 	if err != nil {
 		return nil, mapError(err, "customer")
 	}
@@ -120,20 +139,26 @@ func CustomerList(ctx context.Context, db store.Executor, p page.Request) ([]*Cu
 // ---- invoices ----
 
 const invoiceColumns = `id, number, status, customer_id, currency, due_date, memo, subtotal, tax_total, total,
-	amount_paid, amount_credited, issued_at, voided_at, paid_at, version, created_at, updated_at, bill_to, seller, tax_rounding`
+	amount_paid, amount_credited, issued_at, voided_at, paid_at, version, created_at, updated_at, bill_to, seller, tax_rounding,
+	supply_date, period_start, period_end, payment_terms_days, purchase_order, buyer_reference`
 
 func scanInvoice(row pgx.Row) (*Invoice, error) {
 	var (
-		inv Invoice
-		due *time.Time
+		inv                        Invoice
+		due, supply, start, finish *time.Time
 	)
 	if err := row.Scan(&inv.ID, &inv.Number, &inv.Status, &inv.CustomerID, &inv.Currency, &due, &inv.Memo,
 		&inv.Subtotal, &inv.TaxTotal, &inv.Total, &inv.AmountPaid, &inv.AmountCredited, &inv.IssuedAt, &inv.VoidedAt, &inv.PaidAt,
-		&inv.Version, &inv.CreatedAt, &inv.UpdatedAt, &inv.BillTo, &inv.Seller, &inv.TaxRounding); err != nil {
+		&inv.Version, &inv.CreatedAt, &inv.UpdatedAt, &inv.BillTo, &inv.Seller, &inv.TaxRounding,
+		&supply, &start, &finish, &inv.PaymentTermsDays, &inv.PurchaseOrder, &inv.BuyerReference); err != nil {
 		return nil, err
 	}
-	if due != nil {
-		inv.DueDate = &Date{time.Date(due.Year(), due.Month(), due.Day(), 0, 0, 0, 0, time.UTC)}
+	inv.DueDate, inv.SupplyDate = dateOf(due), dateOf(supply)
+	if start != nil && finish != nil {
+		inv.ServicePeriod = &Period{Start: *dateOf(start), End: *dateOf(finish)}
+	}
+	if inv.BillTo != nil {
+		inv.BillTo.Address = addressArg(inv.BillTo.Address)
 	}
 	for _, t := range []**time.Time{&inv.IssuedAt, &inv.VoidedAt, &inv.PaidAt} {
 		if *t != nil {
@@ -145,6 +170,22 @@ func scanInvoice(row pgx.Row) (*Invoice, error) {
 	inv.Lines, inv.VATBreakdown = []Line{}, []VATGroup{}
 	inv.settle()
 	return &inv, nil
+}
+
+// dateOf is a date column's value as a Date, nil for NULL.
+func dateOf(t *time.Time) *Date {
+	if t == nil {
+		return nil
+	}
+	return &Date{time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)}
+}
+
+// periodArgs are p's start and end for their columns.
+func periodArgs(p *Period) (start, end any) {
+	if p == nil {
+		return nil, nil
+	}
+	return p.Start.Time, p.End.Time
 }
 
 func dueArg(d *Date) any {
@@ -199,14 +240,24 @@ func lineFields(l *Line) []any {
 		&l.ExemptionReason, &l.ExemptionCode, &l.Amount, &l.TaxAmount}
 }
 
+// termArgs are inv's supply and terms for their columns, in the order
+// supply_date, period_start, period_end, payment_terms_days,
+// purchase_order, buyer_reference.
+func termArgs(inv *Invoice) []any {
+	start, end := periodArgs(inv.ServicePeriod)
+	return []any{dueArg(inv.SupplyDate), start, end, inv.PaymentTermsDays, inv.PurchaseOrder, inv.BuyerReference}
+}
+
 // InvoiceCreate inserts a draft with its lines; run it in a transaction so
 // the lines and the invoice commit together.
 func InvoiceCreate(ctx context.Context, db store.Executor, inv *Invoice) (*Invoice, error) {
 	out, err := scanInvoice(db.QueryRow(ctx, `
-		INSERT INTO invoices (id, status, customer_id, currency, due_date, memo, subtotal, tax_total, total, created_at, updated_at)
-		VALUES ($1, 'draft', $2, $3, $4, $5, $6, $7, $8, $9, $9)
+		INSERT INTO invoices (id, status, customer_id, currency, due_date, memo, subtotal, tax_total, total, created_at, updated_at,
+			supply_date, period_start, period_end, payment_terms_days, purchase_order, buyer_reference)
+		VALUES ($1, 'draft', $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14, $15)
 		RETURNING `+invoiceColumns,
-		inv.ID, inv.CustomerID, inv.Currency, dueArg(inv.DueDate), inv.Memo, inv.Subtotal, inv.TaxTotal, inv.Total, inv.CreatedAt))
+		append([]any{inv.ID, inv.CustomerID, inv.Currency, dueArg(inv.DueDate), inv.Memo, inv.Subtotal, inv.TaxTotal, inv.Total, inv.CreatedAt},
+			termArgs(inv)...)...))
 	if err != nil {
 		return nil, mapError(err, "invoice")
 	}
@@ -293,10 +344,12 @@ func linesLoad(ctx context.Context, db store.Executor, invs []*Invoice) error {
 func InvoiceUpdateDraftTx(ctx context.Context, tx pgx.Tx, inv *Invoice, at time.Time) (*Invoice, error) {
 	out, err := scanInvoice(tx.QueryRow(ctx, `
 		UPDATE invoices SET customer_id = $2, currency = $3, due_date = $4, memo = $5,
-			subtotal = $6, tax_total = $7, total = $8, tax_rounding = $10, version = version + 1, updated_at = $9
+			subtotal = $6, tax_total = $7, total = $8, tax_rounding = $10, version = version + 1, updated_at = $9,
+			supply_date = $11, period_start = $12, period_end = $13, payment_terms_days = $14, purchase_order = $15, buyer_reference = $16
 		WHERE id = $1 AND status = 'draft'
 		RETURNING `+invoiceColumns,
-		inv.ID, inv.CustomerID, inv.Currency, dueArg(inv.DueDate), inv.Memo, inv.Subtotal, inv.TaxTotal, inv.Total, at, inv.TaxRounding))
+		append([]any{inv.ID, inv.CustomerID, inv.Currency, dueArg(inv.DueDate), inv.Memo, inv.Subtotal, inv.TaxTotal, inv.Total, at, inv.TaxRounding},
+			termArgs(inv)...)...))
 	if err != nil {
 		return nil, mapError(err, "invoice")
 	}
@@ -329,12 +382,14 @@ func InvoiceVoidTx(ctx context.Context, tx pgx.Tx, inv *Invoice, at time.Time) (
 // InvoiceIssueTx takes the next number of the (prefix, year of at) series
 // and issues the draft inv with it, in ONE statement: the counter row is
 // created or bumped and the invoice updated together, freezing whom it
-// bills and seller (nil when none is configured) as they are now. inv is locked by
-// the caller with its lines (InvoiceLockTx), so its lines are the issued
+// bills and seller (nil when none is configured) as they are now, and,
+// without a due date, giving it from issueDate by the payment terms (the
+// draft's, the customer's or sellerTermsDays). inv is locked by the
+// caller with its lines (InvoiceLockTx), so its lines are the issued
 // invoice's. Call it as the last write before COMMIT: the counter row lock
 // serialises every issuer of the series until this transaction ends, and
 // a rollback gives the number back, which is what keeps numbers gapless.
-func InvoiceIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, prefix string, seller *Seller, at time.Time) (*Invoice, error) {
+func InvoiceIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, prefix string, seller *Seller, at time.Time, issueDate Date, sellerTermsDays *int) (*Invoice, error) {
 	at = at.UTC()
 	out, err := scanInvoice(tx.QueryRow(ctx, `
 		WITH seq AS (
@@ -344,12 +399,19 @@ func InvoiceIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, prefix string,
 		)
 		UPDATE invoices SET status = 'issued',
 			number = $5 || lpad(seq.last_seq::text, greatest(6, length(seq.last_seq::text)), '0'),
-			issued_at = $4, version = version + 1, updated_at = $4,
-			bill_to = (SELECT jsonb_build_object('name', c.name, 'email', c.email) FROM customers c WHERE c.id = invoices.customer_id),
-			seller = $6
-		FROM seq
-		WHERE id = $1 AND status = 'draft'
-		RETURNING `+prefixed(invoiceColumns, "invoices."), inv.ID, prefix, at.Year(), at, fmt.Sprintf("%s-%d-", prefix, at.Year()), seller))
+			issued_at = $4, version = invoices.version + 1, updated_at = $4,
+			bill_to = jsonb_build_object('name', c.name, 'email', c.email, 'address', c.address, 'vat_id', c.vat_id,
+				'tax_number', c.tax_number, 'language', c.language),
+			seller = $6,
+			-- Without a due date, the terms (the draft's, else the
+			-- customer's, else the seller's) give it from the issue date.
+			payment_terms_days = CASE WHEN invoices.due_date IS NULL
+				THEN coalesce(invoices.payment_terms_days, c.payment_terms_days, $8) ELSE invoices.payment_terms_days END,
+			due_date = coalesce(invoices.due_date, $7::date + coalesce(invoices.payment_terms_days, c.payment_terms_days, $8))
+		FROM seq, customers c
+		WHERE invoices.id = $1 AND invoices.status = 'draft' AND c.id = invoices.customer_id
+		RETURNING `+prefixed(invoiceColumns, "invoices."), inv.ID, prefix, at.Year(), at, fmt.Sprintf("%s-%d-", prefix, at.Year()), seller,
+		issueDate.Time, sellerTermsDays))
 	if err != nil {
 		return nil, mapError(err, "invoice")
 	}

@@ -193,7 +193,7 @@ func TestGaplessNumbering(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					inv, err := invoices.InvoiceIssueTx(ctx, tx, draft, "INV", nil, at)
+					inv, err := invoices.InvoiceIssueTx(ctx, tx, draft, "INV", nil, at, invoices.Date{Time: at.UTC().Truncate(24 * time.Hour)}, nil)
 					if err != nil {
 						return err
 					}
@@ -256,7 +256,7 @@ func TestNumberSeriesPerPrefixAndYear(t *testing.T) {
 		d := invoicetest.Draft(ctx, t, db, invoicetest.DraftOpts{})
 		var num string
 		require.NoError(t, store.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
-			inv, err := invoices.InvoiceIssueTx(ctx, tx, d, prefix, nil, at)
+			inv, err := invoices.InvoiceIssueTx(ctx, tx, d, prefix, nil, at, invoices.Date{Time: at.UTC().Truncate(24 * time.Hour)}, nil)
 			if err == nil {
 				num = *inv.Number
 			}

@@ -92,7 +92,7 @@ func Issue(ctx context.Context, t testing.TB, db store.Executor, id uuid.UUID) *
 		if err != nil {
 			return nil, err
 		}
-		return invoices.InvoiceIssueTx(ctx, tx, inv, invoices.DefaultNumberPrefix, nil, time.Now())
+		return invoices.InvoiceIssueTx(ctx, tx, inv, invoices.DefaultNumberPrefix, nil, time.Now(), invoices.Date{Time: time.Now().UTC().Truncate(24 * time.Hour)}, nil)
 	})
 	require.NoError(t, err)
 	return out

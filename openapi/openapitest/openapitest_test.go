@@ -14,8 +14,11 @@ import (
 const (
 	invoiceID = "0190d3f0-0000-7000-8000-000000000001"
 	invoice   = `{"id":"` + invoiceID + `","number":null,"status":"draft","customer_id":"0190d3f0-0000-7000-8000-000000000002",
-		"currency":"EUR","due_date":null,"memo":"","lines":[{"description":"Consulting","quantity":3,"unit_amount":12000,
-		"tax_rate_bps":1900,"amount":36000,"tax_amount":6840}],"subtotal":36000,"tax_total":6840,"total":42840,
+		"currency":"EUR","due_date":null,"memo":"","supply_date":null,"service_period":null,"payment_terms_days":null,
+		"purchase_order":"","buyer_reference":"","lines":[{"description":"Consulting","quantity":"3","unit":"DAY","unit_amount":12000,
+		"vat_category":"S","tax_rate_bps":1900,"exemption_reason":"","exemption_code":"","amount":36000,"tax_amount":6840}],
+		"vat_breakdown":[{"vat_category":"S","tax_rate_bps":1900,"taxable_amount":36000,"tax_amount":6840,"exemption_reason":"","exemption_code":""}],
+		"tax_rounding":"group","subtotal":36000,"tax_total":6840,"total":42840,
 		"amount_paid":0,"amount_credited":0,"balance_due":42840,"overdue":false,"issued_at":null,"voided_at":null,"paid_at":null,"version":1,"created_at":"2026-01-02T03:04:05Z",
 		"updated_at":"2026-01-02T03:04:05Z","bill_to":null,"seller":null}`
 	notFound = `{"type":"about:blank","title":"Not Found","status":404,"code":"NOT_FOUND","detail":"invoice not found"}`
@@ -95,7 +98,9 @@ func TestMismatchesAreFoundAndNamed(t *testing.T) {
 		"a request the document refuses, accepted": {
 			x: exchange{method: "POST", path: "/v1/customers", contentType: "text/plain", body: `{"name":"Acme","currency":"EUR"}`,
 				status: 201, header: map[string]string{"Content-Type": "application/json", "X-Request-Id": "r1", "ETag": `"1"`, "Location": "/v1/customers/x"},
-				answer: `{"id":"0190d3f0-0000-7000-8000-000000000002","name":"Acme","email":"","currency":"EUR","version":1,"created_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z"}`},
+				answer: `{"id":"0190d3f0-0000-7000-8000-000000000002","name":"Acme","email":"","currency":"EUR",` +
+					`"address":{"lines":[],"postcode":"","city":"","subdivision":"","country":""},"vat_id":"","tax_number":"","buyer_reference":"",` +
+					`"language":"en","payment_terms_days":null,"version":1,"created_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z"}`},
 			want: []string{"POST /v1/customers answered 201 to a request create-customer refuses", "text/plain"},
 		},
 		"a request the document refuses, refused": {
