@@ -13,7 +13,6 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
-	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/mcp"
 	"github.com/invoiced/invoiced/notify"
@@ -46,9 +45,6 @@ type Config struct {
 	Approvals approvals.Policy
 	// Invoices configures invoicing (number prefix, clock).
 	Invoices invoices.Config
-	// Seller issues the documents (INVOICED_SELLER_*); without a name the
-	// PDF routes answer 503 naming the settings.
-	Seller document.Party
 	// Model runs the step loop's model steps (INVOICED_MODEL_*); nil makes
 	// POST /v1/chat answer 503 naming the settings to set.
 	Model model.Provider
@@ -94,7 +90,6 @@ type App struct {
 
 	caps     *capability.Registry
 	invoices *invoices.Service
-	seller   document.Party
 	sellers  *seller.Service
 	chat     *steploop.Service
 	mcp      *mcp.Service
@@ -102,7 +97,7 @@ type App struct {
 
 // New builds services and handlers over pool.
 func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
-	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat, seller: cfg.Seller,
+	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat,
 		listener: store.NewListener(pool.Config().ConnConfig, log)}
 	cfg.Approvals.Capabilities = ConsequentialCapabilities()
 	var err error
@@ -113,7 +108,6 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	// issue-invoice and delete-invoice take effect only by consuming a
 	// durable approval in their own transaction (ADR-0010). Issuing
 	// freezes the seller into the invoice or credit note.
-	cfg.Invoices.Seller = cfg.Seller
 	a.invoices = invoices.NewService(pool, a.approvalGate, a.events, cfg.Invoices)
 	a.sellers = seller.NewService(pool, nil)
 	a.caps = capability.NewRegistry()
@@ -138,7 +132,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 		webCfg = *cfg.Web
 	}
 	webCfg.SecureCookies = webCfg.SecureCookies || cfg.SecureCookies
-	wh, err := web.New(pool, webCfg, log, web.Deps{Approvals: a.approvalSvc, NumberPrefix: cfg.Invoices.NumberPrefix, Seller: cfg.Seller})
+	wh, err := web.New(pool, webCfg, log, web.Deps{Approvals: a.approvalSvc, NumberPrefix: cfg.Invoices.NumberPrefix})
 	if err != nil {
 		a.Close()
 		return nil, err

@@ -16,10 +16,10 @@ import (
 
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
-	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/invoiced/invoiced/openapi"
+	"github.com/invoiced/invoiced/seller"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/stretchr/testify/require"
@@ -180,7 +180,8 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 	t.Helper()
 	sc, err := model.NewScripted(model.Script{Default: []model.ScriptStep{{Text: "I can list, draft and issue invoices."}}})
 	require.NoError(t, err)
-	h := apptest.New(t, apptest.Options{Config: app.Config{Model: sc, Seller: document.Party{Name: "Fuzz Seller"}}})
+	h := apptest.New(t, apptest.Options{Config: app.Config{Model: sc}})
+	invoicetest.Seller(context.Background(), t, h.Pool, seller.Details{LegalName: "Fuzz Seller"})
 	_, admin := h.User(t, "fz-admin", identity.RoleAdmin)
 	_, clerk := h.User(t, "fz-clerk", identity.RoleClerk)
 	_, approver := h.User(t, "fz-approver", identity.RoleApprover)

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
-	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/seller"
 	"github.com/stretchr/testify/require"
 )
 
@@ -81,7 +81,8 @@ func TestGetBodiesAreIgnored(t *testing.T) {
 // HEAD with 405 naming what it allows.
 func TestHeadIsGetWithoutItsBody(t *testing.T) {
 	t.Parallel()
-	h := apptest.New(t, apptest.Options{Config: app.Config{Seller: document.Party{Name: "Example Seller"}}})
+	h := apptest.New(t, apptest.Options{})
+	invoicetest.Seller(context.Background(), t, h.Pool, seller.Details{LegalName: "Example Seller"})
 	g := &gated{h: h, ctx: context.Background()}
 	g.clerk, g.clerkTok = h.User(t, "clara", identity.RoleClerk)
 	inv := g.draft(t).ID.String()

@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/approvals"
-	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
@@ -25,7 +23,7 @@ import (
 // document's, so a new one that sends an ETag needs a case here.
 func TestEveryETagHonoursIfNoneMatch(t *testing.T) {
 	t.Parallel()
-	h := apptest.New(t, apptest.Options{Config: app.Config{Seller: document.Party{Name: "Example Seller"}}})
+	h := apptest.New(t, apptest.Options{})
 	ctx := t.Context()
 	clerk, clerkTok := h.User(t, "clara", identity.RoleClerk)
 	_, bobTok := h.User(t, "bob", identity.RoleApprover)

@@ -69,7 +69,7 @@ func (a *App) invoiceRoutes(v1 *echo.Group) {
 	get(v1, "/capabilities", caps.List)
 	v1.POST("/capabilities/:name/invoke", caps.Invoke)
 
-	inv := &invoices.Handler{Caps: caps, Seller: a.seller, DB: a.pool}
+	inv := &invoices.Handler{Caps: caps, DB: a.pool}
 	v1.POST("/customers", inv.CustomerCreate)
 	get(v1, "/customers", inv.CustomerList)
 	get(v1, "/customers/:id", inv.CustomerGet)

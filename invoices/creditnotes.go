@@ -70,7 +70,7 @@ func (s *Service) IssueCreditNote(ctx context.Context, call capability.Call) (an
 		}
 		cn := &CreditNote{
 			ID: uuid.Must(uuid.NewV7()), Reason: in.Reason, Lines: plan.Lines, Subtotal: plan.Subtotal, TaxTotal: plan.TaxTotal, Total: plan.Total,
-			ApprovalID: uuid.MustParse(grant.ApprovalID), IssuedBy: call.Principal.UserID, IssuedAt: s.clock(), Seller: s.seller,
+			ApprovalID: uuid.MustParse(grant.ApprovalID), IssuedBy: call.Principal.UserID, IssuedAt: s.clock(),
 		}
 		// As for an invoice, the event precedes the numbering so that the
 		// series row lock is the last one taken.

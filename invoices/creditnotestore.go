@@ -66,20 +66,20 @@ func CreditNoteIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, cn *CreditN
 			INSERT INTO credit_notes (id, invoice_id, number, currency, reason, subtotal, tax_total, total, line_count,
 				bill_to, invoice_version, issued_by, approval_id, issued_at, seller)
 			SELECT $1, $5, $4 || lpad(seq.last_seq::text, greatest(6, length(seq.last_seq::text)), '0'), $6, $7, $8, $9, $10, $11,
-				$12, $13, $14, $15, $16, $25
+				$12, $13, $14, $15, $16, (SELECT `+sellerFrozen+` FROM seller)
 			FROM seq
-			RETURNING id, number
+			RETURNING id, number, seller
 		), ln AS (
 			INSERT INTO credit_note_lines (credit_note_id, position, invoice_line, description, quantity_e4, unit, unit_amount,
 				vat_category, tax_rate_bps, exemption_reason, exemption_code, amount, tax_amount)
-			SELECT cn.id, l.* FROM cn, unnest($17::int[], $18::int[], $19::text[], $20::bigint[], $26::text[], $21::bigint[],
-				$27::text[], $22::int[], $28::text[], $29::text[], $23::bigint[], $24::bigint[]) AS l
+			SELECT cn.id, l.* FROM cn, unnest($17::int[], $18::int[], $19::text[], $20::bigint[], $25::text[], $21::bigint[],
+				$26::text[], $22::int[], $27::text[], $28::text[], $23::bigint[], $24::bigint[]) AS l
 		)
-		SELECT number FROM cn`,
+		SELECT number, seller FROM cn`,
 		cn.ID, prefix, at.Year(), fmt.Sprintf("%s-%d-", prefix, at.Year()), inv.ID, inv.Currency, cn.Reason,
 		cn.Subtotal, cn.TaxTotal, cn.Total, n, billTo, inv.Version, cn.IssuedBy, cn.ApprovalID, at,
-		c.pos, invLine, c.desc, c.qty, c.price, c.rate, c.amount, c.tax, cn.Seller,
-		c.unit, c.category, c.reason, c.code).Scan(&cn.Number)
+		c.pos, invLine, c.desc, c.qty, c.price, c.rate, c.amount, c.tax,
+		c.unit, c.category, c.reason, c.code).Scan(&cn.Number, &cn.Seller)
 	if err != nil {
 		return nil, mapError(err, "credit note")
 	}

@@ -2,6 +2,7 @@ package invoices
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -9,20 +10,22 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/page"
+	"github.com/invoiced/invoiced/party"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/seller"
 	"github.com/invoiced/invoiced/store"
 )
 
 // CodeSellerNotConfigured is the 503 problem code of a document asked for
-// while the seller settings are unset: a document that does not say who
-// issued it is no invoice.
+// while no seller is set: a document that does not say who issued it is
+// no invoice.
 const CodeSellerNotConfigured = "SELLER_NOT_CONFIGURED"
 
-// SellerSettingsHint names the settings a document needs.
-const SellerSettingsHint = "documents need the seller's details: set INVOICED_SELLER_NAME (and INVOICED_SELLER_ADDRESS, INVOICED_SELLER_TAX_ID) and restart"
+// SellerSettingsHint says how to set the seller a document needs.
+const SellerSettingsHint = "documents need the seller's details: an admin sets them with `invoiced seller set` or PUT /v1/seller"
 
-// RequireSeller is nil when seller can issue documents, the 503 naming the
-// settings otherwise.
+// RequireSeller is nil when seller can issue documents, the 503 saying
+// how to set one otherwise.
 func RequireSeller(seller document.Party) error {
 	if seller.Name == "" {
 		return problem.New(http.StatusServiceUnavailable, CodeSellerNotConfigured, SellerSettingsHint)
@@ -30,32 +33,91 @@ func RequireSeller(seller document.Party) error {
 	return nil
 }
 
-// Seller is who issues an invoice or credit note, frozen into it in its
-// issuing transaction from the seller settings (INVOICED_SELLER_*): a
-// legal document names its seller as at issue, whatever the settings say
-// later.
+// Seller is who issued an invoice or credit note, frozen into it by its
+// issuing statement from the seller (package seller): a legal document
+// names its seller as at issue, whatever the seller says later.
 type Seller struct {
-	Name    string `json:"name"`
-	Address string `json:"address"`
-	TaxID   string `json:"tax_id"`
+	seller.Details
 }
 
-// SellerOf is the seller the settings p name, nil while they name none.
-func SellerOf(p document.Party) *Seller {
-	if p.Name == "" {
-		return nil
+// UnmarshalJSON reads a frozen seller, also in the shape documents frozen
+// before the seller was data have ({name, address, tax_id}; migration
+// 00040): the name is the legal name, the address its street lines, the
+// tax id the VAT identifier when it reads as one, else the tax number.
+func (s *Seller) UnmarshalJSON(b []byte) error {
+	var probe struct {
+		LegalName *string `json:"legal_name"`
 	}
-	return &Seller{Name: p.Name, Address: p.Address, TaxID: p.TaxID}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return err
+	}
+	if probe.LegalName != nil {
+		if err := json.Unmarshal(b, &s.Details); err != nil {
+			return err
+		}
+	} else {
+		var old struct {
+			Name    string `json:"name"`
+			Address string `json:"address"`
+			TaxID   string `json:"tax_id"`
+		}
+		if err := json.Unmarshal(b, &old); err != nil {
+			return err
+		}
+		s.Details = seller.Details{LegalName: old.Name}
+		for _, l := range strings.Split(old.Address, "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				s.Address.Lines = append(s.Address.Lines, l)
+			}
+		}
+		if v, err := party.ParseVATID("tax_id", old.TaxID); err == nil {
+			s.VATID = v
+		} else {
+			s.TaxNumber = old.TaxID
+		}
+	}
+	if s.Address.Lines == nil {
+		s.Address.Lines = []string{}
+	}
+	if s.BankAccounts == nil {
+		s.BankAccounts = []party.BankAccount{}
+	}
+	return nil
+}
+
+// CurrentSeller is the seller as it is now, nil while none is set: what
+// a draft's document names, and one issued while none was set.
+func CurrentSeller(ctx context.Context, db store.Executor) (*Seller, error) {
+	cur, err := seller.Get(ctx, db)
+	if err != nil || cur == nil {
+		return nil, err
+	}
+	return &Seller{Details: cur.Details}, nil
 }
 
 // issuer is who a document says issued it: the seller frozen at issue,
-// or current (the settings now) for a draft, and for a document issued
-// before sellers were recorded or while none was configured.
-func issuer(frozen *Seller, current document.Party) document.Party {
-	if frozen == nil {
-		return current
+// or current (the seller now) for a draft, and for a document issued
+// before sellers were recorded or while none was set.
+func issuer(frozen, current *Seller) document.Party {
+	s := frozen
+	if s == nil {
+		s = current
 	}
-	return document.Party{Name: frozen.Name, Address: frozen.Address, TaxID: frozen.TaxID}
+	if s == nil {
+		return document.Party{}
+	}
+	a := s.Address
+	lines := append([]string{}, a.Lines...)
+	for _, l := range []string{strings.TrimSpace(a.Postcode + " " + a.City), a.Subdivision, string(a.Country)} {
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	taxID := string(s.VATID)
+	if taxID == "" {
+		taxID = s.TaxNumber
+	}
+	return document.Party{Name: s.LegalName, Address: strings.Join(lines, "\n"), TaxID: taxID, Email: s.Contact.Email}
 }
 
 // Settlement is what moved an issued invoice's balance: its payments
@@ -71,7 +133,7 @@ type Settlement struct {
 // are now, is marked DRAFT and shows what it will be once issued; a void invoice is marked VOID and owes nothing. Its
 // payments (a reversed one twice: received, then taken back), what its
 // credit notes took off and the balance due follow the totals.
-func Document(inv *Invoice, customer *Customer, seller document.Party, set Settlement) *document.Document {
+func Document(inv *Invoice, customer *Customer, seller *Seller, set Settlement) *document.Document {
 	d := &document.Document{
 		Kind: document.KindInvoice, ID: inv.ID.String(), Currency: inv.Currency, Seller: issuer(inv.Seller, seller), Memo: inv.Memo,
 		Subtotal: inv.Subtotal, TaxTotal: inv.TaxTotal, Total: inv.Total, Credited: inv.AmountCredited,
@@ -151,16 +213,22 @@ func paymentRows(ps []*Payment) []document.Payment {
 // InvoiceDocument reads invoice id with what its document shows (its
 // customer while it is a draft, its payments and credit notes) in one
 // snapshot, and builds the document.
-func InvoiceDocument(ctx context.Context, db store.Executor, id uuid.UUID, seller document.Party) (*document.Document, *Invoice, error) {
+func InvoiceDocument(ctx context.Context, db store.Executor, id uuid.UUID) (*document.Document, *Invoice, error) {
 	var (
-		inv *Invoice
-		cu  *Customer
-		set Settlement
+		inv    *Invoice
+		cu     *Customer
+		seller *Seller
+		set    Settlement
 	)
 	err := store.ReadSnapshot(ctx, db, func(db store.Executor) error {
 		var err error
 		if inv, err = InvoiceGetByID(ctx, db, id); err != nil {
 			return err
+		}
+		if inv.Seller == nil {
+			if seller, err = CurrentSeller(ctx, db); err != nil {
+				return err
+			}
 		}
 		if inv.BillTo == nil {
 			if cu, err = CustomerGetByID(ctx, db, inv.CustomerID); err != nil {
@@ -183,7 +251,7 @@ func InvoiceDocument(ctx context.Context, db store.Executor, id uuid.UUID, selle
 // seller, the settings now, if it records none) to whom its invoice
 // billed: the invoice it credits, its reason, lines and totals. A credit
 // note owes nothing, so it has no balance.
-func CreditNoteDocument(cn *CreditNote, seller document.Party) *document.Document {
+func CreditNoteDocument(cn *CreditNote, seller *Seller) *document.Document {
 	d := &document.Document{
 		Kind: document.KindCreditNote, ID: cn.ID.String(), Number: cn.Number, Currency: cn.Currency, Seller: issuer(cn.Seller, seller),
 		BillTo:    document.Party{Name: cn.BillTo.Name, Email: cn.BillTo.Email},

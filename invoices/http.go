@@ -27,8 +27,6 @@ import (
 // /v1/capabilities/{name}/invoke and the step loop.
 type Handler struct {
 	Caps *caphttp.Handler
-	// Seller issues the documents (INVOICED_SELLER_*).
-	Seller document.Party
 	// DB is read for a document, after the capability the document
 	// renders allowed the read.
 	DB store.Executor
@@ -287,7 +285,7 @@ func (h *Handler) InvoicePDF(c echo.Context) error {
 	if _, err := runRead[*Invoice](h, c, CapGetInvoice, "invoice_id", id); err != nil {
 		return err
 	}
-	d, _, err := InvoiceDocument(c.Request().Context(), h.DB, id, h.Seller)
+	d, _, err := InvoiceDocument(c.Request().Context(), h.DB, id)
 	if err != nil {
 		return err
 	}
@@ -309,7 +307,13 @@ func (h *Handler) CreditNotePDF(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d := CreditNoteDocument(cn, h.Seller)
+	var current *Seller
+	if cn.Seller == nil {
+		if current, err = CurrentSeller(c.Request().Context(), h.DB); err != nil {
+			return err
+		}
+	}
+	d := CreditNoteDocument(cn, current)
 	if err := RequireSeller(d.Seller); err != nil {
 		return err
 	}

@@ -130,7 +130,7 @@ func (s *Service) Issue(ctx context.Context, call capability.Call) (any, error) 
 		}); err != nil {
 			return nil, err
 		}
-		out, err := InvoiceIssueTx(ctx, tx, inv, s.prefix, s.seller, now, s.today(), nil)
+		out, err := InvoiceIssueTx(ctx, tx, inv, s.prefix, now, s.today())
 		if err != nil {
 			return nil, err
 		}

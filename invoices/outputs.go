@@ -75,8 +75,15 @@ const (
 		"properties": {"name": {"type": "string"}, "email": {"type": "string"}, "address": ` + addressOutSchema + `,
 			"vat_id": {"type": "string"}, "tax_number": {"type": "string"}, "language": {"type": "string"}}}`
 	// sellerOutSchema is who issued an invoice or credit note, as at issue.
-	sellerOutSchema = `{"type": ["object", "null"], "required": ["name", "address", "tax_id"],
-		"properties": {"name": {"type": "string"}, "address": {"type": "string"}, "tax_id": {"type": "string"}}}`
+	sellerOutSchema = `{"type": ["object", "null"],
+		"required": ["legal_name", "trading_name", "address", "vat_id", "tax_number", "registration", "contact", "bank_accounts", "payment_terms_days"],
+		"properties": {"legal_name": {"type": "string"}, "trading_name": {"type": "string"}, "address": ` + addressOutSchema + `,
+			"vat_id": {"type": "string"}, "tax_number": {"type": "string"}, "registration": {"type": "string"},
+			"contact": {"type": "object", "required": ["name", "phone", "email"],
+				"properties": {"name": {"type": "string"}, "phone": {"type": "string"}, "email": {"type": "string"}}},
+			"bank_accounts": {"type": "array", "items": {"type": "object", "required": ["iban", "bic"],
+				"properties": {"iban": {"type": "string"}, "bic": {"type": "string"}}}},
+			"payment_terms_days": {"type": ["integer", "null"]}}}`
 	uuidOrNullSchema = `{"type": ["string", "null"], "format": "uuid"}`
 	paymentOutSchema = `{
 		"type": "object",

@@ -19,7 +19,7 @@ func TestBuyerAndTermsAreFrozenAtIssue(t *testing.T) {
 	r := b.h.Do(t, http.MethodPost, "/v1/customers", b.clerk, map[string]any{
 		"name": "Nordlicht GmbH", "currency": "EUR", "vat_id": "de 136 695 976", "language": "de", "payment_terms_days": 14,
 		"buyer_reference": "04011000-12345-67",
-		"address": map[string]any{"lines": []string{"Hauptstraße 5", "Hinterhaus"}, "postcode": "10115", "city": "Berlin", "country": "de"},
+		"address":         map[string]any{"lines": []string{"Hauptstraße 5", "Hinterhaus"}, "postcode": "10115", "city": "Berlin", "country": "de"},
 	})
 	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
 	var c invoices.Customer
@@ -32,7 +32,7 @@ func TestBuyerAndTermsAreFrozenAtIssue(t *testing.T) {
 	r = b.h.Do(t, http.MethodPost, "/v1/invoices", b.clerk, map[string]any{
 		"customer_id": c.ID, "service_period": map[string]any{"start": "2026-11-01", "end": "2026-11-30"},
 		"purchase_order": "PO-4711",
-		"lines": []any{map[string]any{"description": "Beratung", "quantity": "7.5", "unit": "HUR", "unit_amount": 12000, "tax_rate_bps": 1900}},
+		"lines":          []any{map[string]any{"description": "Beratung", "quantity": "7.5", "unit": "HUR", "unit_amount": 12000, "tax_rate_bps": 1900}},
 	})
 	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
 	var draft invoices.Invoice

@@ -6,18 +6,19 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
-	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/document/documenttest"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/party"
 	"github.com/invoiced/invoiced/quantity"
+	"github.com/invoiced/invoiced/seller"
 	"github.com/stretchr/testify/require"
 )
 
-var seller = document.Party{Name: "Nordlicht Consulting GmbH", Address: "Hauptstraße 5\n10115 Berlin", TaxID: "DE123456789"}
+var nordlicht = seller.Details{LegalName: "Nordlicht Consulting GmbH",
+	Address: party.Address{Lines: []string{"Hauptstraße 5"}, Postcode: "10115", City: "Berlin"}, VATID: "DE123456789"}
 
 type pdfBundle struct {
 	ctx      context.Context
@@ -26,9 +27,13 @@ type pdfBundle struct {
 	approver string
 }
 
-func setupPDF(t *testing.T, seller document.Party) pdfBundle {
+// setupPDF serves invoicing with s as the seller, or none when s is nil.
+func setupPDF(t *testing.T, s *seller.Details) pdfBundle {
 	t.Helper()
-	h := apptest.New(t, apptest.Options{Config: app.Config{Seller: seller}})
+	h := apptest.New(t, apptest.Options{})
+	if s != nil {
+		invoicetest.Seller(context.Background(), t, h.Pool, *s)
+	}
 	_, clerk := h.User(t, "clerk1", identity.RoleClerk)
 	_, approver := h.User(t, "approver1", identity.RoleApprover)
 	return pdfBundle{ctx: context.Background(), h: h, clerk: clerk, approver: approver}
@@ -48,7 +53,7 @@ func (b pdfBundle) pdf(t *testing.T, id, token string) (*apptest.Response, strin
 // totals read back, and the same bytes every time.
 func TestInvoicePDFForUnicodeNames(t *testing.T) {
 	t.Parallel()
-	b := setupPDF(t, seller)
+	b := setupPDF(t, &nordlicht)
 	lines := []invoices.LineInput{
 		{Description: "Beratung für Müller & Søn", Quantity: 80 * quantity.One, UnitAmount: 15000, TaxRateBPS: 1900},
 		{Description: "Warsztat w Łodzi (Łódź)", Quantity: 1 * quantity.One, UnitAmount: 150000, TaxRateBPS: 1900},
@@ -83,7 +88,7 @@ func TestInvoicePDFForUnicodeNames(t *testing.T) {
 // client holding the current bytes gets a 304.
 func TestInvoicePDFFromDraftToPaid(t *testing.T) {
 	t.Parallel()
-	b := setupPDF(t, seller)
+	b := setupPDF(t, &nordlicht)
 	cu := invoicetest.Customer(b.ctx, t, b.h.Pool, invoicetest.CustomerOpts{Name: "Αθήνα Α.Ε.", Currency: "JPY"})
 	draft := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &cu.ID, Currency: "JPY",
 		Lines: []invoices.LineInput{{Description: "Tea", Quantity: 4 * quantity.One, UnitAmount: 1018, TaxRateBPS: 0}}})
@@ -125,7 +130,7 @@ func TestInvoicePDFFromDraftToPaid(t *testing.T) {
 
 func TestInvoicePDFRefusals(t *testing.T) {
 	t.Parallel()
-	b := setupPDF(t, seller)
+	b := setupPDF(t, &nordlicht)
 	inv := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{})
 	for _, path := range []string{"/v1/invoices/0193a4c2-0000-7000-8000-000000000001/pdf", "/v1/invoices/not-a-uuid/pdf"} {
 		requireProblem(t, b.h.Do(t, http.MethodGet, path, b.clerk, nil), http.StatusNotFound, "NOT_FOUND")
@@ -133,10 +138,10 @@ func TestInvoicePDFRefusals(t *testing.T) {
 	requireProblem(t, b.h.Do(t, http.MethodGet, "/v1/invoices/"+inv.ID.String()+"/pdf", "", nil), http.StatusUnauthorized, "UNAUTHENTICATED")
 
 	// Without the seller's name a document cannot say who issued it.
-	nb := setupPDF(t, document.Party{})
+	nb := setupPDF(t, nil)
 	unsold := invoicetest.Draft(nb.ctx, t, nb.h.Pool, invoicetest.DraftOpts{})
 	p := requireProblem(t, nb.h.Do(t, http.MethodGet, "/v1/invoices/"+unsold.ID.String()+"/pdf", nb.clerk, nil), http.StatusServiceUnavailable, invoices.CodeSellerNotConfigured)
-	require.Contains(t, p["detail"], "INVOICED_SELLER_NAME")
+	require.Contains(t, p["detail"], "invoiced seller set")
 }
 
 // Text above U+FFFF (an emoji) in a customer's name, a line's
@@ -145,7 +150,7 @@ func TestInvoicePDFRefusals(t *testing.T) {
 // instead of failing the render (a 500).
 func TestPDFDrawsTextOutsideTheBMPAsReplacement(t *testing.T) {
 	t.Parallel()
-	pb := setupPDF(t, document.Party{Name: "Rocket 🚀 GmbH", Address: "Orbit 🛰 1\n10115 Berlin", TaxID: "DE🚀42"})
+	pb := setupPDF(t, &seller.Details{LegalName: "Rocket 🚀 GmbH", Address: party.Address{Lines: []string{"Orbit 🛰 1"}, Postcode: "10115", City: "Berlin"}, TaxNumber: "DE🚀42"})
 	r := pb.h.Do(t, http.MethodPost, "/v1/customers", pb.clerk, map[string]any{"name": "Café 🚀 Ltd", "email": "ap@cafe.example", "currency": "EUR"})
 	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
 	var cu invoices.Customer

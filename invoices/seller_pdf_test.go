@@ -5,17 +5,18 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
-	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/document/documenttest"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/party"
+	"github.com/invoiced/invoiced/seller"
 	"github.com/stretchr/testify/require"
 )
 
-// rebranded is what the seller settings say after the tests change them.
-var rebranded = document.Party{Name: "Polarlicht AG", Address: "Seestrasse 1\n8002 Zürich", TaxID: "CHE-123.456.789"}
+// rebranded is the seller after the tests change it.
+var rebranded = seller.Details{LegalName: "Polarlicht AG",
+	Address: party.Address{Lines: []string{"Seestrasse 1"}, Postcode: "8002", City: "Zürich"}, TaxNumber: "CHE-123.456.789"}
 
 const (
 	sellerBlock    = "Nordlicht Consulting GmbH\nHauptstraße 5\n10115 Berlin\nTax ID: DE123456789\n"
@@ -30,19 +31,19 @@ func get(t *testing.T, h *apptest.Harness, path, token string, status int) *appt
 	return r
 }
 
-// An issued invoice and its credit note name the seller as the settings
-// said in their issuing transactions. The settings change (another
-// instance over the same database, as after a restart): their documents
-// stay the same bytes and the API says who issued them; a draft, and an
-// invoice issued with no seller recorded (before migration 00040), show
-// the settings as they are. With no settings at all the issued documents
-// still render; the others are 503 naming the settings.
+// An issued invoice and its credit note name the seller as it was in
+// their issuing statements. The seller changes: their documents stay the
+// same bytes and the API says who issued them; a draft, and an invoice
+// issued with no seller recorded (before migration 00040), show the
+// seller as it is. With no seller at all the issued documents still
+// render; the others are 503 saying how to set one.
 func TestDocumentsNameTheSellerAsAtIssue(t *testing.T) {
 	t.Parallel()
-	pb := setupPDF(t, seller)
+	pb := setupPDF(t, &nordlicht)
 	b := httpBundle{ctx: pb.ctx, h: pb.h, clerk: pb.clerk, approver: pb.approver,
 		customer: invoicetest.Customer(pb.ctx, t, pb.h.Pool, invoicetest.CustomerOpts{Name: "Acme GmbH", Currency: "EUR"})}
-	frozen := &invoices.Seller{Name: seller.Name, Address: seller.Address, TaxID: seller.TaxID}
+	frozen := &invoices.Seller{Details: nordlicht}
+	frozen.BankAccounts = []party.BankAccount{}
 
 	id := b.approvedIssue(t)
 	r := b.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/issue", b.clerk, nil)
@@ -52,7 +53,7 @@ func TestDocumentsNameTheSellerAsAtIssue(t *testing.T) {
 	require.Equal(t, frozen, issued.Seller)
 	cn := b.credit(t, id, map[string]any{"reason": "Goodwill", "amount": 1000})
 	require.Equal(t, frozen, cn.Seller)
-	legacy := invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
+	legacy := issuedWithoutSeller(t, b)
 	draft := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
 	var inv invoices.Invoice
 	get(t, b.h, "/v1/invoices/"+draft.ID.String(), b.clerk, http.StatusOK).JSON(t, &inv)
@@ -64,7 +65,8 @@ func TestDocumentsNameTheSellerAsAtIssue(t *testing.T) {
 	require.Contains(t, documenttest.Text(t, beforeCN.Body), sellerBlock)
 	require.Contains(t, documenttest.Text(t, get(t, b.h, "/v1/invoices/"+legacy.ID.String()+"/pdf", b.clerk, http.StatusOK).Body), sellerBlock)
 
-	after := b.h.Replica(t, apptest.Options{Config: app.Config{Seller: rebranded}})
+	invoicetest.Seller(b.ctx, t, b.h.Pool, rebranded)
+	after := b.h
 	for _, doc := range []struct{ path string }{{invoicePDF}, {cnPDF}} {
 		r := get(t, after, doc.path, b.clerk, http.StatusOK)
 		text := documenttest.Text(t, r.Body)
@@ -87,20 +89,22 @@ func TestDocumentsNameTheSellerAsAtIssue(t *testing.T) {
 	get(t, after, "/v1/invoices/"+legacy.ID.String(), b.clerk, http.StatusOK).JSON(t, &inv)
 	require.Nil(t, inv.Seller)
 
-	unset := b.h.Replica(t, apptest.Options{})
+	_, err := b.h.Pool.Exec(b.ctx, `DELETE FROM seller`)
+	require.NoError(t, err)
+	unset := b.h
 	require.True(t, bytes.Equal(before.Body, get(t, unset, invoicePDF, b.clerk, http.StatusOK).Body))
 	require.True(t, bytes.Equal(beforeCN.Body, get(t, unset, cnPDF, b.clerk, http.StatusOK).Body))
 	for _, path := range []string{"/v1/invoices/" + draft.ID.String() + "/pdf", "/v1/invoices/" + legacy.ID.String() + "/pdf"} {
 		p := requireProblem(t, unset.Do(t, http.MethodGet, path, b.clerk, nil), http.StatusServiceUnavailable, invoices.CodeSellerNotConfigured)
-		require.Contains(t, p["detail"], "INVOICED_SELLER_NAME")
+		require.Contains(t, p["detail"], "invoiced seller set")
 	}
 }
 
-// Issued while no seller is configured, an invoice and its credit note
-// record none; their documents name the seller once one is configured.
+// Issued while no seller is set, an invoice and its credit note record
+// none; their documents name the seller once one is set.
 func TestIssuedWithoutSellerRecordsNone(t *testing.T) {
 	t.Parallel()
-	pb := setupPDF(t, document.Party{})
+	pb := setupPDF(t, nil)
 	b := httpBundle{ctx: pb.ctx, h: pb.h, clerk: pb.clerk, approver: pb.approver,
 		customer: invoicetest.Customer(pb.ctx, t, pb.h.Pool, invoicetest.CustomerOpts{Currency: "EUR"})}
 	id := b.approvedIssue(t)
@@ -113,7 +117,8 @@ func TestIssuedWithoutSellerRecordsNone(t *testing.T) {
 	require.Nil(t, cn.Seller)
 	requireProblem(t, b.h.Do(t, http.MethodGet, "/v1/invoices/"+id+"/pdf", b.clerk, nil), http.StatusServiceUnavailable, invoices.CodeSellerNotConfigured)
 
-	configured := b.h.Replica(t, apptest.Options{Config: app.Config{Seller: rebranded}})
+	invoicetest.Seller(b.ctx, t, b.h.Pool, rebranded)
+	configured := b.h
 	require.Contains(t, documenttest.Text(t, get(t, configured, "/v1/invoices/"+id+"/pdf", b.clerk, http.StatusOK).Body), rebrandedBlock)
 	require.Contains(t, documenttest.Text(t, get(t, configured, "/v1/credit-notes/"+cn.ID.String()+"/pdf", b.clerk, http.StatusOK).Body), rebrandedBlock)
 }
@@ -123,13 +128,13 @@ func TestIssuedWithoutSellerRecordsNone(t *testing.T) {
 // name.
 func TestRecordedSellerIsFrozenInSQL(t *testing.T) {
 	t.Parallel()
-	pb := setupPDF(t, seller)
+	pb := setupPDF(t, &nordlicht)
 	b := httpBundle{ctx: pb.ctx, h: pb.h, clerk: pb.clerk, approver: pb.approver,
 		customer: invoicetest.Customer(pb.ctx, t, pb.h.Pool, invoicetest.CustomerOpts{Currency: "EUR"})}
 	id := b.approvedIssue(t)
 	require.Equal(t, http.StatusOK, b.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/issue", b.clerk, nil).StatusCode)
 	cn := b.credit(t, id, map[string]any{"reason": "Goodwill", "amount": 1000})
-	legacy := invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
+	legacy := issuedWithoutSeller(t, b)
 	draft := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
 
 	mallory := `{"name": "Mallory Ltd", "address": "", "tax_id": ""}`
@@ -152,7 +157,7 @@ func TestRecordedSellerIsFrozenInSQL(t *testing.T) {
 		require.ErrorContains(t, err, tc.err, tc.name)
 	}
 	var sellers []string
-	rows, err := b.h.Pool.Query(b.ctx, `SELECT coalesce(seller ->> 'name', '-') FROM invoices WHERE id = ANY($1) ORDER BY created_at`,
+	rows, err := b.h.Pool.Query(b.ctx, `SELECT coalesce(seller ->> 'legal_name', '-') FROM invoices WHERE id = ANY($1) ORDER BY created_at`,
 		[]string{id, legacy.ID.String(), draft.ID.String()})
 	require.NoError(t, err)
 	for rows.Next() {
@@ -161,8 +166,22 @@ func TestRecordedSellerIsFrozenInSQL(t *testing.T) {
 		sellers = append(sellers, s)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{seller.Name, "-", "-"}, sellers, "nothing changed")
+	require.Equal(t, []string{nordlicht.LegalName, "-", "-"}, sellers, "nothing changed")
 	var cnSeller string
-	require.NoError(t, b.h.Pool.QueryRow(b.ctx, `SELECT seller ->> 'name' FROM credit_notes WHERE id = $1`, cn.ID).Scan(&cnSeller))
-	require.Equal(t, seller.Name, cnSeller)
+	require.NoError(t, b.h.Pool.QueryRow(b.ctx, `SELECT seller ->> 'legal_name' FROM credit_notes WHERE id = $1`, cn.ID).Scan(&cnSeller))
+	require.Equal(t, nordlicht.LegalName, cnSeller)
+}
+
+// issuedWithoutSeller is an invoice issued while no seller was set, as
+// before migration 00040; the seller is set again afterwards.
+func issuedWithoutSeller(t *testing.T, b httpBundle) *invoices.Invoice {
+	t.Helper()
+	was, err := invoices.CurrentSeller(b.ctx, b.h.Pool)
+	require.NoError(t, err)
+	_, err = b.h.Pool.Exec(b.ctx, `DELETE FROM seller`)
+	require.NoError(t, err)
+	inv := invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
+	require.Nil(t, inv.Seller)
+	invoicetest.Seller(b.ctx, t, b.h.Pool, was.Details)
+	return inv
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/audit"
 	"github.com/invoiced/invoiced/capability"
-	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/events"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
@@ -34,10 +33,6 @@ type Config struct {
 	// invoice is overdue the day after its due date there, and aging
 	// counts its days (default UTC).
 	BusinessTimeZone *time.Location
-	// Seller is who issues the invoices and credit notes
-	// (INVOICED_SELLER_*), frozen into each in its issuing transaction;
-	// without a name none is recorded.
-	Seller document.Party
 	// Now is the clock (default time.Now); tests pin it.
 	Now func() time.Time
 }
@@ -49,7 +44,6 @@ type Service struct {
 	emit     events.Emitter
 	prefix   string
 	cnPrefix string
-	seller   *Seller
 	loc      *time.Location
 	now      func() time.Time
 }
@@ -60,7 +54,7 @@ type Service struct {
 // everything. emit records the invoice, payment and credit-note events in the
 // transactions that make them.
 func NewService(db store.Executor, gate capability.Gate, emit events.Emitter, cfg Config) *Service {
-	s := &Service{db: db, gate: gate, emit: emit, prefix: cfg.NumberPrefix, cnPrefix: cfg.CreditNotePrefix, seller: SellerOf(cfg.Seller), loc: cfg.BusinessTimeZone, now: cfg.Now}
+	s := &Service{db: db, gate: gate, emit: emit, prefix: cfg.NumberPrefix, cnPrefix: cfg.CreditNotePrefix, loc: cfg.BusinessTimeZone, now: cfg.Now}
 	if s.prefix == "" {
 		s.prefix = DefaultNumberPrefix
 	}

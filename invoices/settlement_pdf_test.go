@@ -19,7 +19,7 @@ import (
 // payment, its reversal, what was credited and the balance due.
 func TestCreditNoteAndSettledInvoicePDF(t *testing.T) {
 	t.Parallel()
-	pb := setupPDF(t, seller)
+	pb := setupPDF(t, &nordlicht)
 	b := httpBundle{ctx: pb.ctx, h: pb.h, clerk: pb.clerk, approver: pb.approver}
 	lines := []invoices.LineInput{
 		{Description: "Beratung für Müller & Søn", Quantity: 80 * quantity.One, UnitAmount: 15000, TaxRateBPS: 1900},

@@ -240,6 +240,12 @@ func lineFields(l *Line) []any {
 		&l.ExemptionReason, &l.ExemptionCode, &l.Amount, &l.TaxAmount}
 }
 
+// sellerFrozen is the seller row as a document freezes it (Seller, whose
+// JSON is seller.Details'), read by the issuing statement itself.
+const sellerFrozen = `jsonb_build_object('legal_name', legal_name, 'trading_name', trading_name, 'address', address,
+	'vat_id', vat_id, 'tax_number', tax_number, 'registration', registration, 'contact', contact,
+	'bank_accounts', bank_accounts, 'payment_terms_days', payment_terms_days)`
+
 // termArgs are inv's supply and terms for their columns, in the order
 // supply_date, period_start, period_end, payment_terms_days,
 // purchase_order, buyer_reference.
@@ -382,14 +388,14 @@ func InvoiceVoidTx(ctx context.Context, tx pgx.Tx, inv *Invoice, at time.Time) (
 // InvoiceIssueTx takes the next number of the (prefix, year of at) series
 // and issues the draft inv with it, in ONE statement: the counter row is
 // created or bumped and the invoice updated together, freezing whom it
-// bills and seller (nil when none is configured) as they are now, and,
+// bills and the seller (none while none is set) as they are now, and,
 // without a due date, giving it from issueDate by the payment terms (the
-// draft's, the customer's or sellerTermsDays). inv is locked by the
+// draft's, the customer's or the seller's). inv is locked by the
 // caller with its lines (InvoiceLockTx), so its lines are the issued
 // invoice's. Call it as the last write before COMMIT: the counter row lock
 // serialises every issuer of the series until this transaction ends, and
 // a rollback gives the number back, which is what keeps numbers gapless.
-func InvoiceIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, prefix string, seller *Seller, at time.Time, issueDate Date, sellerTermsDays *int) (*Invoice, error) {
+func InvoiceIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, prefix string, at time.Time, issueDate Date) (*Invoice, error) {
 	at = at.UTC()
 	out, err := scanInvoice(tx.QueryRow(ctx, `
 		WITH seq AS (
@@ -402,16 +408,18 @@ func InvoiceIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, prefix string,
 			issued_at = $4, version = invoices.version + 1, updated_at = $4,
 			bill_to = jsonb_build_object('name', c.name, 'email', c.email, 'address', c.address, 'vat_id', c.vat_id,
 				'tax_number', c.tax_number, 'language', c.language),
-			seller = $6,
+			seller = (SELECT `+sellerFrozen+` FROM seller),
 			-- Without a due date, the terms (the draft's, else the
 			-- customer's, else the seller's) give it from the issue date.
 			payment_terms_days = CASE WHEN invoices.due_date IS NULL
-				THEN coalesce(invoices.payment_terms_days, c.payment_terms_days, $8) ELSE invoices.payment_terms_days END,
-			due_date = coalesce(invoices.due_date, $7::date + coalesce(invoices.payment_terms_days, c.payment_terms_days, $8))
+				THEN coalesce(invoices.payment_terms_days, c.payment_terms_days, (SELECT payment_terms_days FROM seller))
+				ELSE invoices.payment_terms_days END,
+			due_date = coalesce(invoices.due_date,
+				$6::date + coalesce(invoices.payment_terms_days, c.payment_terms_days, (SELECT payment_terms_days FROM seller)))
 		FROM seq, customers c
 		WHERE invoices.id = $1 AND invoices.status = 'draft' AND c.id = invoices.customer_id
-		RETURNING `+prefixed(invoiceColumns, "invoices."), inv.ID, prefix, at.Year(), at, fmt.Sprintf("%s-%d-", prefix, at.Year()), seller,
-		issueDate.Time, sellerTermsDays))
+		RETURNING `+prefixed(invoiceColumns, "invoices."), inv.ID, prefix, at.Year(), at, fmt.Sprintf("%s-%d-", prefix, at.Year()),
+		issueDate.Time))
 	if err != nil {
 		return nil, mapError(err, "invoice")
 	}

@@ -154,13 +154,10 @@ func TestGaplessNumbering(t *testing.T) {
 	// synchronous_commit off: 1,800 commits serialised on the series row
 	// would otherwise wait for 1,800 WAL flushes; durability is not what
 	// this test is about, and visibility and locking are unchanged.
-	cfg, err := pgxpool.ParseConfig(storetest.URL(t))
-	require.NoError(t, err)
-	cfg.MaxConns = workers + 2
-	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := storetest.PoolFor(t, storetest.URL(t), func(cfg *pgxpool.Config) {
+		cfg.MaxConns = workers + 2
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	})
 	ctx := context.Background()
 
 	c := invoicetest.Customer(ctx, t, pool, invoicetest.CustomerOpts{})
@@ -193,7 +190,7 @@ func TestGaplessNumbering(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					inv, err := invoices.InvoiceIssueTx(ctx, tx, draft, "INV", nil, at, invoices.Date{Time: at.UTC().Truncate(24 * time.Hour)}, nil)
+					inv, err := invoices.InvoiceIssueTx(ctx, tx, draft, "INV", at, invoices.Date{Time: at.UTC().Truncate(24 * time.Hour)})
 					if err != nil {
 						return err
 					}
@@ -256,7 +253,7 @@ func TestNumberSeriesPerPrefixAndYear(t *testing.T) {
 		d := invoicetest.Draft(ctx, t, db, invoicetest.DraftOpts{})
 		var num string
 		require.NoError(t, store.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
-			inv, err := invoices.InvoiceIssueTx(ctx, tx, d, prefix, nil, at, invoices.Date{Time: at.UTC().Truncate(24 * time.Hour)}, nil)
+			inv, err := invoices.InvoiceIssueTx(ctx, tx, d, prefix, at, invoices.Date{Time: at.UTC().Truncate(24 * time.Hour)})
 			if err == nil {
 				num = *inv.Number
 			}

@@ -114,7 +114,8 @@ func setupChat(t *testing.T) (*bundle, *chatStory, *fakeopenai.Server) {
 	fm := fakeopenai.New(t, story.answer)
 	prov, err := model.NewOpenAI(model.OpenAIConfig{BaseURL: fm.URL + "/v1", APIKey: "test-key", Model: "fake-model", MaxRetries: -1})
 	require.NoError(t, err)
-	b := &bundle{h: apptest.New(t, apptest.Options{Config: app.Config{Model: prov, Seller: seller}})}
+	b := &bundle{h: apptest.New(t, apptest.Options{Config: app.Config{Model: prov}})}
+	invoicetest.Seller(context.Background(), t, b.h.Pool, nordlicht)
 	b.user(t, "alice", identity.RoleApprover)
 	b.user(t, "carl", identity.RoleClerk)
 	b.named(t, "alice", "Alice Approver")

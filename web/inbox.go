@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
-	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
@@ -33,8 +32,6 @@ type Deps struct {
 	// (empty means invoices.DefaultNumberPrefix); the request page shows it
 	// for drafts, which have no number yet.
 	NumberPrefix string
-	// Seller issues the documents the invoice and request pages link to.
-	Seller document.Party
 }
 
 // recentDecisions is how many decided requests the inbox shows under the

@@ -255,7 +255,7 @@ func (h *Handler) InvoicePDF(c echo.Context, _ *Session) error {
 	if err != nil {
 		return err
 	}
-	d, inv, err := invoices.InvoiceDocument(c.Request().Context(), h.db, id, h.deps.Seller)
+	d, inv, err := invoices.InvoiceDocument(c.Request().Context(), h.db, id)
 	if err != nil {
 		return err
 	}

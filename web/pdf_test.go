@@ -6,25 +6,29 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/document/documenttest"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/party"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/quantity"
+	"github.com/invoiced/invoiced/seller"
 	"github.com/stretchr/testify/require"
 )
 
 // seller is who issues the documents of the tests that render them.
-var seller = document.Party{Name: "Nordlicht GmbH", Address: "Hauptstraße 5\n10115 Berlin"}
+var nordlicht = seller.Details{LegalName: "Nordlicht GmbH", Address: party.Address{Lines: []string{"Hauptstraße 5"}, Postcode: "10115", City: "Berlin"}}
 
 // setupSeller is setup with the seller configured.
 func setupSeller(t *testing.T) *bundle {
 	t.Helper()
-	return &bundle{h: apptest.New(t, apptest.Options{Config: app.Config{Seller: seller}})}
+	b := &bundle{h: apptest.New(t, apptest.Options{})}
+	invoicetest.Seller(context.Background(), t, b.h.Pool, nordlicht)
+	return b
 }
 
 // The request page links to the draft's PDF as it will be issued, served
@@ -80,7 +84,7 @@ func TestApprovalPageLinksToTheDraftsPDF(t *testing.T) {
 	documenttest.RequireLines(t, documenttest.Text(t, []byte(p.body)), "changed after the request")
 }
 
-func TestInvoicePDFPageWithoutSellerNamesTheSettings(t *testing.T) {
+func TestInvoicePDFPageWithoutSellerSaysHowToSetOne(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	clerk := b.user(t, "carl", identity.RoleClerk)
@@ -89,7 +93,7 @@ func TestInvoicePDFPageWithoutSellerNamesTheSettings(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, br.signIn("carl", testPassword).status)
 	p := br.do(http.MethodGet, "/invoices/"+inv.ID.String()+"/pdf", nil)
 	require.Equal(t, http.StatusServiceUnavailable, p.status)
-	require.Contains(t, p.body, "INVOICED_SELLER_NAME")
+	require.Contains(t, p.body, "invoiced seller set")
 }
 
 // The invoice page, the approval page and the PDF show a line's quantity

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/party"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/seller"
@@ -94,7 +93,8 @@ func settingError(err error) error {
 // sellerAtStart seeds the seller from INVOICED_SELLER_* on a database
 // without one, in one audited transaction; once there is one, serve
 // refuses to start while they are set, since they would no longer say
-// who issues the invoices. It then hands the seller to the app (cfg).
+// who issues the invoices. It notes in cfg whether there is a seller, for
+// the start-up line; documents read it live, when they are rendered.
 func sellerAtStart(ctx context.Context, pool *pgxpool.Pool, cfg *config, log *slog.Logger) error {
 	if seed := cfg.SellerSeed; seed != nil {
 		s, seeded, err := seller.NewService(pool, nil).Seed(ctx, seed.details, seed.settings)
@@ -114,27 +114,9 @@ func sellerAtStart(ctx context.Context, pool *pgxpool.Pool, cfg *config, log *sl
 			"settings", seed.settings, "vat_id", string(s.VATID), "tax_number", s.TaxNumber)
 	}
 	s, err := seller.Get(ctx, pool)
-	if err != nil || s == nil {
+	if err != nil {
 		return err
 	}
-	cfg.App.Seller = documentParty(s)
+	cfg.NoSeller = s == nil
 	return nil
-}
-
-// documentParty is s as documents take a seller (document.Party): its
-// legal name, its address as lines, its VAT identifier or else its tax
-// number, and its contact's email. serve reads it once, at start.
-func documentParty(s *seller.Seller) document.Party {
-	a := s.Address
-	lines := append([]string{}, a.Lines...)
-	for _, l := range []string{strings.TrimSpace(a.Postcode + " " + a.City), a.Subdivision, string(a.Country)} {
-		if l != "" {
-			lines = append(lines, l)
-		}
-	}
-	taxID := string(s.VATID)
-	if taxID == "" {
-		taxID = s.TaxNumber
-	}
-	return document.Party{Name: s.LegalName, Address: strings.Join(lines, "\n"), TaxID: taxID, Email: s.Contact.Email}
 }

@@ -39,6 +39,8 @@ type config struct {
 	// SellerSeed is the seller INVOICED_SELLER_* give, nil when none is
 	// set: it seeds a database without a seller (sellerAtStart).
 	SellerSeed *sellerSeed
+	// NoSeller is a database without a seller (sellerAtStart).
+	NoSeller bool
 }
 
 // checkAddr refuses an address that is not host:port or :port, naming

@@ -17,7 +17,7 @@ func logWhatIsOff(cfg config, log *slog.Logger) {
 	}{
 		{"chat", "no model, so no chat: /chat says the assistant is not set up and /v1/chat answers 503 (set INVOICED_MODEL_PROVIDER)", cfg.App.Model == nil},
 		{"mail", "no SMTP server, so no mail: approvers see new requests in /inbox only (set INVOICED_SMTP_URL)", cfg.App.Notify.Sender == nil},
-		{"documents", "no seller, so no PDFs of drafts or of invoices issued without one (set it with `invoiced seller set`)", cfg.App.Seller.Name == ""},
+		{"documents", "no seller, so no PDFs of drafts or of invoices issued without one (set it with `invoiced seller set`)", cfg.NoSeller},
 		{"metrics", "no metrics listener (set INVOICED_METRICS_ADDR)", cfg.MetricsAddr == ""},
 	} {
 		if p.isOff {

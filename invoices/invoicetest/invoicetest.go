@@ -9,7 +9,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/party"
 	"github.com/invoiced/invoiced/quantity"
+	"github.com/invoiced/invoiced/seller"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -83,8 +85,7 @@ func Issued(ctx context.Context, t testing.TB, db store.Executor, opts DraftOpts
 }
 
 // Issue issues the draft id directly in the store, past the gate,
-// recording no seller (as with none configured): its document names the
-// seller the service is configured with.
+// freezing the seller as it is set (none while none is).
 func Issue(ctx context.Context, t testing.TB, db store.Executor, id uuid.UUID) *invoices.Invoice {
 	t.Helper()
 	out, err := store.WithTxResult(ctx, db, func(ctx context.Context, tx pgx.Tx) (*invoices.Invoice, error) {
@@ -92,8 +93,30 @@ func Issue(ctx context.Context, t testing.TB, db store.Executor, id uuid.UUID) *
 		if err != nil {
 			return nil, err
 		}
-		return invoices.InvoiceIssueTx(ctx, tx, inv, invoices.DefaultNumberPrefix, nil, time.Now(), invoices.Date{Time: time.Now().UTC().Truncate(24 * time.Hour)}, nil)
+		return invoices.InvoiceIssueTx(ctx, tx, inv, invoices.DefaultNumberPrefix, time.Now(), invoices.Date{Time: time.Now().UTC().Truncate(24 * time.Hour)})
 	})
 	require.NoError(t, err)
 	return out
+}
+
+// Seller sets the seller to d directly in the store, past the service's
+// checks and its audit: for tests about what documents show, not about
+// the seller's own rules. A seller already set gets its next version.
+func Seller(ctx context.Context, t testing.TB, db store.Executor, d seller.Details) {
+	t.Helper()
+	if d.Address.Lines == nil {
+		d.Address.Lines = []string{}
+	}
+	if d.BankAccounts == nil {
+		d.BankAccounts = []party.BankAccount{}
+	}
+	_, err := db.Exec(ctx, `
+		INSERT INTO seller (legal_name, trading_name, address, vat_id, tax_number, registration, contact, bank_accounts,
+			payment_terms_days, version, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, now())
+		ON CONFLICT (only_one) DO UPDATE SET legal_name = $1, trading_name = $2, address = $3, vat_id = $4, tax_number = $5,
+			registration = $6, contact = $7, bank_accounts = $8, payment_terms_days = $9,
+			version = seller.version + 1, updated_at = now()`,
+		d.LegalName, d.TradingName, d.Address, d.VATID, d.TaxNumber, d.Registration, d.Contact, d.BankAccounts, d.PaymentTermsDays)
+	require.NoError(t, err)
 }
