@@ -27,17 +27,23 @@ type Cluster struct {
 
 	dir, bin string
 	runAs    string
+	settings string // more server options, as -c name=value
 }
 
 // NewCluster initialises, starts and migrates a cluster, or fails the
 // test saying what is missing: it never skips.
 func NewCluster(t testing.TB) *Cluster {
 	t.Helper()
+	return newCluster(t, "")
+}
+
+func newCluster(t testing.TB, settings string) *Cluster {
+	t.Helper()
 	out, err := exec.Command("pg_config", "--bindir").Output()
 	if err != nil {
 		t.Fatalf("storetest: a throwaway PostgreSQL needs pg_config on PATH to find initdb and pg_ctl (Debian: postgresql and libpq-dev): %v", err)
 	}
-	c := &Cluster{bin: strings.TrimSpace(string(out))}
+	c := &Cluster{bin: strings.TrimSpace(string(out)), settings: settings}
 	c.dir, err = os.MkdirTemp("", "invoiced-pg-")
 	if err != nil {
 		t.Fatalf("storetest: %v", err)
@@ -98,7 +104,7 @@ func (c *Cluster) Start(t testing.TB) {
 	t.Helper()
 	// No TCP listener; fsync off because nothing here must survive a crash.
 	c.run(t, "pg_ctl", "-D", c.data(), "-l", filepath.Join(c.dir, "log"), "-w", "start",
-		"-o", "-k "+c.dir+" -c listen_addresses='' -c fsync=off -c full_page_writes=off")
+		"-o", "-k "+c.dir+" -c listen_addresses='' -c fsync=off -c full_page_writes=off "+c.settings)
 }
 
 func (c *Cluster) data() string { return filepath.Join(c.dir, "data") }

@@ -1,10 +1,16 @@
 // Package storetest gives each test its own PostgreSQL database, cloned from
 // a template that is migrated once, so tests run in parallel and may commit,
-// LISTEN or lock without seeing each other.
+// LISTEN or lock without seeing each other; or, cheaper, a transaction on a
+// database its test binary shares, rolled back at the end (Tx).
 //
 // The server comes from INVOICED_TEST_DATABASE_URL when it is set (a URL
 // whose user may CREATE DATABASE); otherwise testcontainers-go starts one in
 // Docker. Without either the test fails saying what to set: it never skips.
+//
+// Every URL it gives out names a proxy in the test binary (proxy.go), which
+// holds the connections of all test processes on the machine to
+// INVOICED_TEST_MAX_CONNS at once (bound.go) and waits out the server's
+// "too many clients": the suite shares a server with other work.
 package storetest
 
 import (
@@ -16,6 +22,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,8 +58,10 @@ var (
 	templateErr  error
 )
 
-// ServerURL returns the admin URL of the test server, starting a container
-// when INVOICED_TEST_DATABASE_URL is unset.
+// ServerURL returns the admin URL of the test server itself, starting a
+// container when INVOICED_TEST_DATABASE_URL is unset. Connections to it
+// bypass the bound of INVOICED_TEST_MAX_CONNS: use URL, EmptyURL and the
+// pools for what a test runs.
 func ServerURL(t testing.TB) string {
 	t.Helper()
 	serverOnce.Do(func() {
@@ -124,7 +133,7 @@ func migrationsHash() (string, error) {
 
 func template(t testing.TB) string {
 	t.Helper()
-	admin := ServerURL(t)
+	admin := adminURL(t)
 	templateOnce.Do(func() { templateName, templateErr = ensureTemplate(admin) })
 	if templateErr != nil {
 		t.Fatalf("storetest: template database: %v", templateErr)
@@ -270,9 +279,10 @@ func adminPool(ctx context.Context, admin string) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", EnvURL, err)
 	}
-	// Four at a time: clones of one template queue on it in the server
+	// Two at a time: clones of one template queue on it in the server
 	// anyway.
-	cfg.MaxConns = 4
+	cfg.MaxConns = 2
+	bounded(cfg)
 	p, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", EnvURL, err)
@@ -289,12 +299,16 @@ func randomName(prefix string) string {
 
 func createDatabase(t testing.TB, from string) string {
 	t.Helper()
-	admin := ServerURL(t)
+	admin := adminURL(t)
+	b := connProxy(t).b
+	b.enterRoom(t)
 	name, err := clone(context.Background(), admin, from)
 	if err != nil {
 		t.Fatalf("storetest: %v", err)
 	}
+	disown := b.owns(name)
 	t.Cleanup(func() {
+		disown()
 		if err := drop(context.Background(), admin, name); err != nil {
 			t.Errorf("storetest: %v", err)
 		}
@@ -340,14 +354,14 @@ func drop(ctx context.Context, admin, name string) error {
 // dropped at cleanup. Use it to start processes; use Pool for queries.
 func URL(t testing.TB) string {
 	t.Helper()
-	return WithDatabase(ServerURL(t), createDatabase(t, template(t)))
+	return connProxy(t).url(createDatabase(t, template(t)))
 }
 
 // EmptyURL returns the URL of a new database with no schema at all, for
 // tests of migration itself.
 func EmptyURL(t testing.TB) string {
 	t.Helper()
-	return WithDatabase(ServerURL(t), createDatabase(t, ""))
+	return connProxy(t).url(createDatabase(t, ""))
 }
 
 // Pool returns a pool on a new, migrated database of this test's own.
@@ -356,19 +370,28 @@ func Pool(t testing.TB) *pgxpool.Pool {
 	return PoolFor(t, URL(t))
 }
 
-// PoolFor opens a pool on url, closed at cleanup.
-func PoolFor(t testing.TB, url string) *pgxpool.Pool {
+// PoolFor opens a pool on url, closed at cleanup; each tune, if any,
+// adjusts its config first (runtime parameters of the test's, a bigger
+// pool). Pools derived from its Config (an app's River pool) and
+// connections made from its ConnConfig (listeners) inherit its handling
+// of idle connections.
+func PoolFor(t testing.TB, url string, tune ...func(*pgxpool.Config)) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatalf("storetest: %v", err)
 	}
 	// 16: enough for a race of many goroutines to interleave (they queue
-	// for a connection, as behind the service's own pool of 8), few enough
-	// that two packages' parallel tests, each app adding its River pool
-	// and listeners, stay under PostgreSQL's default max_connections of
-	// 100 (at 40, `make test` peaked above it).
+	// for a connection, as behind the service's own pool of 8).
 	cfg.MaxConns = 16
+	for _, f := range tune {
+		f(cfg)
+	}
+	if p := bounded(cfg); p != nil {
+		// Never more than half of what tests' own databases may hold:
+		// one busy pool must leave the other tests some.
+		cfg.MaxConns = min(cfg.MaxConns, int32(max(4, (p.b.total-p.b.reserved)/2)))
+	}
 	cfg.AfterConnect = store.RegisterTypes
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
@@ -376,6 +399,26 @@ func PoolFor(t testing.TB, url string) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// bounded makes a pool close a connection idle for a second: one idling
+// in a test's pool must not keep another test waiting for a slot, and a
+// test's queries follow each other within milliseconds, so its pool
+// still reuses its connections. A pool on the proxy's URL connects
+// through the proxy's dial, skipping the copy through it; bounded
+// returns the proxy then.
+func bounded(cfg *pgxpool.Config) *proxy {
+	cfg.MaxConnIdleTime = time.Second
+	cfg.HealthCheckPeriod = 250 * time.Millisecond
+	p := startedProxy.Load()
+	if p == nil || fmt.Sprintf("%s:%d", cfg.ConnConfig.Host, cfg.ConnConfig.Port) != p.ln.Addr().String() {
+		return nil
+	}
+	cfg.ConnConfig.DialFunc = p.dial
+	// While a connection waits for a slot, close what is released instead
+	// of keeping it idle.
+	cfg.AfterRelease = func(*pgx.Conn) bool { return !p.b.conns.wanted() }
+	return p
 }
 
 var (
@@ -412,7 +455,7 @@ func Main(m *testing.M) int {
 func Tx(t testing.TB) pgx.Tx {
 	t.Helper()
 	tmpl := template(t)
-	admin := ServerURL(t)
+	admin := adminURL(t)
 	sharedOnce.Do(func() {
 		// The shared database lives as long as the test binary: Main
 		// drops it at exit, and the sweep of stale databases catches a
@@ -422,7 +465,17 @@ func Tx(t testing.TB) pgx.Tx {
 			return
 		}
 		sharedAdmin = admin
-		sharedPool, sharedErr = pgxpool.New(context.Background(), WithDatabase(admin, sharedName))
+		cfg, err := pgxpool.ParseConfig(WithDatabase(admin, sharedName))
+		if err != nil {
+			sharedErr = err
+			return
+		}
+		// One connection per running test: go test runs GOMAXPROCS
+		// parallel tests at once (-parallel), and parent tests waiting
+		// for their subtests may hold a few more.
+		cfg.MaxConns = int32(runtime.GOMAXPROCS(0) + 2)
+		bounded(cfg)
+		sharedPool, sharedErr = pgxpool.NewWithConfig(context.Background(), cfg)
 	})
 	if sharedErr != nil {
 		t.Fatalf("storetest: shared database: %v", sharedErr)

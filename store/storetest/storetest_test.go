@@ -15,7 +15,7 @@ import (
 // on the clone and its first connection, closing it, and dropping the clone
 // at cleanup. Target: under 150 ms (issue 2). Run with `make bench-testdb`.
 func BenchmarkPerTestDatabase(b *testing.B) {
-	admin := ServerURL(b)
+	admin := adminURL(b)
 	tmpl := template(b)
 	ctx := context.Background()
 	for b.Loop() {
@@ -65,7 +65,7 @@ func TestPoolIsIsolated(t *testing.T) {
 func TestSweepKeepsTemplatesInUse(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	admin := ServerURL(t)
+	admin := adminURL(t)
 	keep := template(t)
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
