@@ -154,10 +154,13 @@ func TestGaplessNumbering(t *testing.T) {
 	// synchronous_commit off: 1,800 commits serialised on the series row
 	// would otherwise wait for 1,800 WAL flushes; durability is not what
 	// this test is about, and visibility and locking are unchanged.
-	pool := storetest.PoolFor(t, storetest.URL(t), func(cfg *pgxpool.Config) {
-		cfg.MaxConns = workers + 2
-		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	})
+	cfg, err := pgxpool.ParseConfig(storetest.URL(t))
+	require.NoError(t, err)
+	cfg.MaxConns = workers + 2
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
 	ctx := context.Background()
 
 	c := invoicetest.Customer(ctx, t, pool, invoicetest.CustomerOpts{})
