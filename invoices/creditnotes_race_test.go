@@ -117,13 +117,10 @@ func TestGaplessCreditNoteNumbers(t *testing.T) {
 	const attempts, workers = 2000, 32
 	// synchronous_commit off, as TestGaplessNumbering: visibility and
 	// locking are what this is about, not durability.
-	cfg, err := pgxpool.ParseConfig(storetest.URL(t))
-	require.NoError(t, err)
-	cfg.MaxConns = workers + 2
-	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := storetest.PoolFor(t, storetest.URL(t), func(cfg *pgxpool.Config) {
+		cfg.MaxConns = workers + 2
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	})
 	ctx := context.Background()
 
 	u, err := identity.UserCreate(ctx, pool, identity.UserCreateParams{Username: "clara", DisplayName: "Clara", Role: identity.RoleClerk})

@@ -154,13 +154,10 @@ func TestGaplessNumbering(t *testing.T) {
 	// synchronous_commit off: 1,800 commits serialised on the series row
 	// would otherwise wait for 1,800 WAL flushes; durability is not what
 	// this test is about, and visibility and locking are unchanged.
-	cfg, err := pgxpool.ParseConfig(storetest.URL(t))
-	require.NoError(t, err)
-	cfg.MaxConns = workers + 2
-	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := storetest.PoolFor(t, storetest.URL(t), func(cfg *pgxpool.Config) {
+		cfg.MaxConns = workers + 2
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	})
 	ctx := context.Background()
 
 	c := invoicetest.Customer(ctx, t, pool, invoicetest.CustomerOpts{})
@@ -169,7 +166,7 @@ func TestGaplessNumbering(t *testing.T) {
 	for i := range ids {
 		ids[i] = uuid.Must(uuid.NewV7())
 	}
-	_, err = pool.Exec(ctx, `
+	_, err := pool.Exec(ctx, `
 		INSERT INTO invoices (id, customer_id, currency, subtotal, tax_total, total, created_at, updated_at)
 		SELECT id, $2, 'EUR', 100, 0, 100, now(), now() FROM unnest($1::uuid[]) AS id`, ids, c.ID)
 	require.NoError(t, err)
