@@ -2,16 +2,18 @@
 // invoice, and in the same shape a credit note — to PDF, in-process.
 //
 // A Document is the common model: who issues it and whom it bills, its
-// number and dates, lines, tax grouped by rate, totals, payments and what
-// is still owed. Its source (the invoices package) fills it; Render draws
-// it the same way for every kind, to the same bytes for the same document.
+// number and dates, lines, VAT per category and rate, totals, how to pay,
+// payments and what is still owed, and the language it is written in. Its
+// source (the invoices package) fills it; Render draws it the same way for
+// every kind, to the same bytes for the same document, with every item
+// Article 226 of Directive 2006/112/EC asks of an invoice that the
+// document holds.
 package document
 
 import (
-	"cmp"
-	"slices"
 	"time"
 
+	"github.com/invoiced/invoiced/party"
 	"github.com/invoiced/invoiced/quantity"
 	"github.com/invoiced/invoiced/vat"
 )
@@ -21,11 +23,12 @@ type Kind string
 
 // The kinds.
 const (
-	KindInvoice    Kind = "Invoice"
-	KindCreditNote Kind = "Credit note"
+	KindInvoice    Kind = "invoice"
+	KindCreditNote Kind = "credit_note"
 )
 
-// Mark stamps a document that is not (or no longer) a valid one.
+// Mark stamps a document that is not (or no longer) a valid one, with a
+// sentence under the heading saying why, in the document's language.
 type Mark string
 
 // The marks: a draft has no number yet and may still change; a void
@@ -36,18 +39,53 @@ const (
 	MarkVoid  Mark = "VOID"
 )
 
-// Party is the seller or whom a document bills.
+// Party is the seller or whom a document bills, as Article 226(5) names
+// them: full name and address, and the identifiers of points (3) and (4).
+// Every field may be empty and is then left out.
 type Party struct {
+	// Name is the legal name.
 	Name string
-	// Address is one or more lines separated by "\n".
-	Address string
-	TaxID   string
-	Email   string
+	// TradingName is the name it trades under, printed beside the legal
+	// name when it differs (the seller's).
+	TradingName string
+	// Address prints as its street lines, "postcode city", the
+	// subdivision and the country's name in the document's language.
+	Address party.Address
+	// VATID is the VAT identification number (Article 226(3), (4)).
+	VATID party.VATID
+	// TaxNumber is the national tax number (Steuernummer, numéro
+	// fiscal), labelled as such.
+	TaxNumber string
+	// Registration is the company registration as the register words it
+	// ("Amtsgericht Charlottenburg, HRB 12345 B").
+	Registration string
+	// Contact is whom to ask about the document (the seller's).
+	Contact party.Contact
+	// Email is where the party takes its documents (the buyer's); left
+	// out when it is the contact's.
+	Email string
 }
 
-// Line is one line: Amount is quantity × unit amount, TaxAmount its share
-// of its VAT category and rate's tax, both in minor units of the
-// document's currency; Unit is a UN/ECE Recommendation 20 code.
+// Period is a span of calendar days, both included: a service period.
+type Period struct {
+	Start, End time.Time
+}
+
+// IsZero reports whether p is no period.
+func (p Period) IsZero() bool { return p.Start.IsZero() && p.End.IsZero() }
+
+// Reference names another document by its number and issue date: the
+// invoice a credit note corrects (Article 219).
+type Reference struct {
+	Number string
+	Date   time.Time
+}
+
+// Line is one line: Amount is quantity × unit amount (its net amount),
+// TaxAmount its share of its VAT category and rate's tax, both in minor
+// units of the document's currency; Unit is a UN/ECE Recommendation 20
+// code; the exemption reason and VATEX code are the line's for a category
+// that needs one (vat.Category.NeedsExemption).
 type Line struct {
 	Description     string
 	Quantity        quantity.Quantity
@@ -61,14 +99,8 @@ type Line struct {
 	TaxAmount       int64
 }
 
-// Fact is a labelled value in the document's heading besides its number
-// and dates, such as the invoice a credit note credits.
-type Fact struct {
-	Label, Value string
-}
-
 // Payment is money received against the document (negative for one
-// reversed), on a calendar date.
+// reversed), on a calendar date; Label is printed as it is.
 type Payment struct {
 	Date   time.Time
 	Label  string
@@ -76,29 +108,53 @@ type Payment struct {
 }
 
 // Document is one document as it is rendered. Amounts are int64 minor
-// units of Currency.
+// units of Currency; dates are calendar dates (their time of day and zone
+// are not read).
 type Document struct {
 	Kind Kind
+	// Language is what the document is written in; "" is English.
+	Language Language
 	// ID is the record's id; a document without a number is named by it.
 	ID     string
 	Number string
 	Mark   Mark
-	// MarkNote is the sentence under a mark ("the number is assigned on
-	// issue").
-	MarkNote string
+	// Currency is an ISO 4217 code.
 	Currency string
-	Seller   Party
-	BillTo   Party
-	// IssueDate and DueDate are calendar dates. A zero IssueDate is a
-	// document not issued yet ("on issue"); a zero DueDate is left out.
+	// Seller issues the document; BillTo is the customer.
+	Seller Party
+	BillTo Party
+	// IssueDate is zero for a document not issued yet ("on issue").
 	IssueDate time.Time
-	DueDate   time.Time
-	Facts     []Fact
-	Memo      string
-	Lines     []Line
-	Subtotal  int64
-	TaxTotal  int64
-	Total     int64
+	// SupplyDate is the date of supply (Article 226(7)); ServicePeriod
+	// the period supplied instead. Either, both or neither may be set.
+	SupplyDate    time.Time
+	ServicePeriod Period
+	// DueDate is zero when the document names none.
+	DueDate time.Time
+	// PaymentTermsDays are the days net the invoice gives ("Payable
+	// within 14 days"; 0 is "Payable on receipt"); nil states no terms.
+	PaymentTermsDays *int
+	// BankAccounts are where to pay, held by the seller (its Name); an
+	// invoice prints them, a void one and a credit note do not.
+	BankAccounts []party.BankAccount
+	// PurchaseOrder and BuyerReference are the buyer's references, each
+	// left out when empty.
+	PurchaseOrder  string
+	BuyerReference string
+	// Corrects is the invoice a credit note corrects; nil for an invoice.
+	Corrects *Reference
+	// CreditNotes are the numbers of the credit notes against an invoice.
+	CreditNotes []string
+	// Memo is the document's note to the customer; Reason a credit
+	// note's reason. Each prints under its heading when set.
+	Memo   string
+	Reason string
+	Lines  []Line
+	// Subtotal is the sum of the lines' net amounts, TaxTotal of their
+	// tax, Total of both.
+	Subtotal int64
+	TaxTotal int64
+	Total    int64
 	// Credited is what credit notes have taken off the total.
 	Credited int64
 	Payments []Payment
@@ -111,22 +167,29 @@ type Document struct {
 	Created, Modified time.Time
 }
 
-// TaxGroup is the lines of one tax rate: their net amount and their tax.
+// TaxGroup is the lines of one VAT category and rate (EN 16931's VAT
+// breakdown, BG-23): their net amount and their tax.
 type TaxGroup struct {
-	RateBPS int64
-	Net     int64
-	Tax     int64
+	Category vat.Category
+	RateBPS  int64
+	Net      int64
+	Tax      int64
 }
 
-// TaxGroups sums the lines by tax rate, lowest rate first. Each line's tax
-// was rounded on its own, so the groups add up to TaxTotal exactly; no sum
-// exceeds the subtotal or tax total the source has checked.
+// TaxGroups sums the lines by VAT category and rate, in the order the
+// lines first use each (ADR-0021). A line's tax is its share of its
+// group's, so the groups add up to TaxTotal exactly, however the source
+// rounded.
 func (d *Document) TaxGroups() []TaxGroup {
 	var groups []TaxGroup
+	index := map[TaxGroup]int{}
 	for _, l := range d.Lines {
-		i, found := slices.BinarySearchFunc(groups, l.TaxRateBPS, func(g TaxGroup, rate int64) int { return cmp.Compare(g.RateBPS, rate) })
-		if !found {
-			groups = slices.Insert(groups, i, TaxGroup{RateBPS: l.TaxRateBPS})
+		key := TaxGroup{Category: l.VATCategory, RateBPS: l.TaxRateBPS}
+		i, ok := index[key]
+		if !ok {
+			i = len(groups)
+			index[key] = i
+			groups = append(groups, key)
 		}
 		groups[i].Net += l.Amount
 		groups[i].Tax += l.TaxAmount

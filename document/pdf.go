@@ -9,44 +9,57 @@ import (
 	"unicode"
 
 	"codeberg.org/go-pdf/fpdf"
+	"github.com/invoiced/invoiced/party"
 	"github.com/invoiced/invoiced/quantity"
+	"github.com/invoiced/invoiced/vat"
 	"golang.org/x/image/font/gofont/gobold"
 	"golang.org/x/image/font/gofont/goregular"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // Page geometry in millimetres: A4 with 15 mm margins, and room at the
-// bottom for the footer.
+// bottom for the footer. The heading gives the seller the left sideW and
+// its facts the rest, a label of factLabelW and its value.
 const (
 	pageW, pageH = 210.0, 297.0
 	margin       = 15.0
 	contentW     = pageW - 2*margin
 	bottom       = pageH - margin - 5
 	lineH        = 4.5
+	sideW        = 95.0
+	factLabelW   = 37.0
 	family       = "go"
-	dateLayout   = "2006-01-02"
 )
 
-// Render draws d on A4 pages and returns the PDF. The font is embedded
-// (Go fonts: Latin, Greek and Cyrillic; other scripts draw as boxes, and
-// nothing is shaped or laid out right to left), and nothing depends on the
-// clock or on map order, so the same document gives the same bytes. Every
-// text is drawn as printable makes it, whatever it holds.
+// Render draws d on A4 pages and returns the PDF, in d's language. The
+// font is embedded (Go fonts: Latin, Greek and Cyrillic; other scripts
+// draw as boxes, and nothing is shaped or laid out right to left), and
+// nothing depends on the clock or on map order, so the same document gives
+// the same bytes. Every text is drawn as printable makes it, whatever it
+// holds.
 func Render(d *Document) ([]byte, error) {
 	if d.Created.IsZero() || d.Modified.IsZero() {
 		// fpdf would stamp the current time, and the bytes would differ
 		// on every render.
 		return nil, errors.New("document: Created and Modified must be set")
 	}
+	if d.Kind != KindInvoice && d.Kind != KindCreditNote {
+		return nil, fmt.Errorf("document: kind %q is neither %q nor %q", d.Kind, KindInvoice, KindCreditNote)
+	}
+	if d.Language != "" {
+		if _, err := ParseLanguage(string(d.Language)); err != nil {
+			return nil, fmt.Errorf("document: %w", err)
+		}
+	}
 	r := newRenderer(d.printable())
 	r.heading()
 	r.billTo()
 	r.lineTable()
 	r.totals()
-	r.taxTable()
+	r.vatBreakdown()
+	r.paymentDetails()
 	r.paymentTable()
-	r.memo()
+	r.text(r.t.note, r.d.Memo)
+	r.text(r.t.reason, r.d.Reason)
 	var buf bytes.Buffer
 	if err := r.pdf.Output(&buf); err != nil {
 		return nil, fmt.Errorf("document: render %s: %w", d.FileName(), err)
@@ -55,54 +68,83 @@ func Render(d *Document) ([]byte, error) {
 }
 
 type renderer struct {
-	pdf *fpdf.Fpdf
-	d   *Document
+	pdf  *fpdf.Fpdf
+	d    *Document
+	lang Language
+	t    *labels
 }
 
 func newRenderer(d *Document) *renderer {
+	lang := d.Language.locale().lang
+	r := &renderer{d: d, lang: lang, t: lang.locale().text}
 	pdf := fpdf.New("P", "mm", "A4", "")
+	r.pdf = pdf
 	// Fonts and images are written in map order unless sorted.
 	pdf.SetCatalogSort(true)
 	pdf.SetCreationDate(d.Created.UTC())
 	pdf.SetModificationDate(d.Modified.UTC())
-	pdf.SetTitle(d.title(), true)
+	pdf.SetTitle(r.title(), true)
 	pdf.SetAuthor(d.Seller.Name, true)
 	pdf.SetCreator("invoiced", true)
-	pdf.SetLang("en")
+	pdf.SetLang(string(lang))
 	pdf.SetMargins(margin, margin, margin)
 	pdf.SetAutoPageBreak(true, pageH-bottom)
 	pdf.AliasNbPages("")
 	pdf.AddUTF8FontFromBytes(family, "", goregular.TTF)
 	pdf.AddUTF8FontFromBytes(family, "B", gobold.TTF)
-	r := &renderer{pdf: pdf, d: d}
 	pdf.SetHeaderFuncMode(r.stamp, true)
 	pdf.SetFooterFunc(r.footer)
 	pdf.AddPage()
 	return r
 }
 
+// kind is the document's kind in its language: "Invoice", "Rechnung".
+func (r *renderer) kind() string {
+	if r.d.Kind == KindCreditNote {
+		return r.t.creditNote
+	}
+	return r.t.invoice
+}
+
 // title is the document's name: "Invoice INV-2026-000042", or "Invoice
 // (draft)" before it has a number.
-func (d *Document) title() string {
-	if d.Number == "" {
-		return string(d.Kind) + " (draft)"
+func (r *renderer) title() string {
+	if r.d.Number == "" {
+		return r.kind() + " " + r.t.draftTitle
 	}
-	return string(d.Kind) + " " + d.Number
+	return r.kind() + " " + r.d.Number
+}
+
+// mark is the stamp's word and the sentence under the heading, "" for
+// none.
+func (r *renderer) mark() (word, note string) {
+	switch r.d.Mark {
+	case MarkDraft:
+		return r.t.draft, r.t.draftNote
+	case MarkVoid:
+		return r.t.void, r.t.voidNote
+	}
+	return "", ""
 }
 
 // stamp draws the mark across every page, under what follows. pdftotext
 // does not extract rotated text, so heading also writes it as a line.
 func (r *renderer) stamp() {
-	if r.d.Mark == MarkNone {
+	word, _ := r.mark()
+	if word == "" {
 		return
 	}
 	p := r.pdf
 	p.SetFont(family, "B", 110)
+	// A longer word ("BROUILLON") is drawn smaller to stay on the page.
+	for size := 110.0; p.GetStringWidth(word) > pageH-2*margin-40; size -= 5 {
+		p.SetFontSize(size)
+	}
 	p.SetTextColor(232, 232, 232)
-	w := p.GetStringWidth(string(r.d.Mark))
+	w := p.GetStringWidth(word)
 	p.TransformBegin()
 	p.TransformRotate(50, pageW/2, pageH/2)
-	p.Text(pageW/2-w/2, pageH/2+15, string(r.d.Mark))
+	p.Text(pageW/2-w/2, pageH/2+15, word)
 	p.TransformEnd()
 	p.SetTextColor(0, 0, 0)
 }
@@ -112,76 +154,154 @@ func (r *renderer) footer() {
 	p.SetY(bottom + 3)
 	p.SetFont(family, "", 8)
 	p.SetTextColor(110, 110, 110)
-	p.CellFormat(0, 4, fmt.Sprintf("%s · page %d/{nb}", r.d.title(), p.PageNo()), "", 0, "C", false, 0, "")
+	p.CellFormat(0, 4, fmt.Sprintf("%s · %s %d/{nb}", r.title(), r.t.page, p.PageNo()), "", 0, "C", false, 0, "")
 	p.SetTextColor(0, 0, 0)
 }
 
-// heading draws the seller on the left, the kind with the number and
-// dates on the right, and the mark's line under both.
+// heading draws the seller on the left, the kind with the number, dates
+// and references on the right, and the mark's line under both.
 func (r *renderer) heading() {
 	p, d := r.pdf, r.d
 	top := p.GetY()
 	p.SetFont(family, "B", 13)
-	p.MultiCell(100, 6, oneLine(d.Seller.Name), "", "L", false)
+	p.MultiCell(sideW, 6, oneLine(d.Seller.Name), "", "L", false)
 	p.SetFont(family, "", 9)
-	r.partyDetails(100, d.Seller)
+	r.partyDetails(sideW, d.Seller)
 	left := p.GetY()
 
-	const x, labelW, valueW = margin + 100, 30.0, contentW - 100 - 30
+	const x, valueW = margin + sideW, contentW - sideW - factLabelW
 	p.SetXY(x, top)
 	p.SetFont(family, "B", 20)
-	p.CellFormat(labelW+valueW, 9, string(d.Kind), "", 2, "R", false, 0, "")
-	for _, f := range d.facts() {
+	r.fit(factLabelW+valueW, 9, r.kind(), "R")
+	p.Ln(-1)
+	for _, f := range r.facts() {
 		p.SetX(x)
 		p.SetFont(family, "", 9)
-		p.CellFormat(labelW, lineH+0.5, f.Label, "", 0, "L", false, 0, "")
+		r.fit(factLabelW, lineH+0.5, f.label, "L")
 		p.SetFont(family, "B", 9)
-		r.fit(valueW, lineH+0.5, oneLine(f.Value), "R")
+		r.fit(valueW, lineH+0.5, oneLine(f.value), "R")
 		p.Ln(-1)
 	}
 	p.SetY(max(left, p.GetY()) + 4)
-	if d.Mark != MarkNone {
+	if word, note := r.mark(); word != "" {
 		p.SetFont(family, "B", 11)
 		p.SetTextColor(170, 0, 0)
-		p.MultiCell(contentW, 6, strings.TrimSpace(string(d.Mark)+" — "+oneLine(d.MarkNote)), "", "L", false)
+		p.MultiCell(contentW, 6, word+" — "+note, "", "L", false)
 		p.SetTextColor(0, 0, 0)
 		p.Ln(2)
 	}
 }
 
-// facts are the heading's labelled values: number, dates, then the
-// source's own.
-func (d *Document) facts() []Fact {
-	number, issued := d.Number, "on issue"
-	if number == "" {
-		number = "assigned on issue"
-	}
-	if !d.IssueDate.IsZero() {
-		issued = d.IssueDate.Format(dateLayout)
-	}
-	facts := []Fact{{"Number", number}, {"Issue date", issued}}
-	if !d.DueDate.IsZero() {
-		facts = append(facts, Fact{"Due date", d.DueDate.Format(dateLayout)})
-	}
-	return append(facts, d.Facts...)
+// fact is a labelled value of the heading.
+type fact struct {
+	label, value string
 }
 
-// partyDetails writes a party's address lines, tax id and email in width
-// w from the current position's x.
+// facts are the heading's labelled values: number and dates (Article
+// 226(1), (2), (7)), then the references to other documents and the
+// buyer's.
+func (r *renderer) facts() []fact {
+	d, t, l := r.d, r.t, r.lang
+	number, issued := d.Number, t.onIssue
+	if number == "" {
+		number = t.numberOnIssue
+	}
+	if !d.IssueDate.IsZero() {
+		issued = l.Date(d.IssueDate)
+	}
+	facts := []fact{{t.number, number}, {t.issueDate, issued}}
+	if !d.SupplyDate.IsZero() {
+		facts = append(facts, fact{t.supplyDate, l.Date(d.SupplyDate)})
+	}
+	if !d.ServicePeriod.IsZero() {
+		start, end := d.ServicePeriod.Start, d.ServicePeriod.End
+		if start.IsZero() {
+			start = end
+		}
+		if end.IsZero() {
+			end = start
+		}
+		facts = append(facts, fact{t.servicePeriod, l.Period(start, end)})
+	}
+	if !d.DueDate.IsZero() {
+		facts = append(facts, fact{t.dueDate, l.Date(d.DueDate)})
+	}
+	if c := d.Corrects; c != nil {
+		facts = append(facts, fact{t.correctsInvoice, c.Number})
+		if !c.Date.IsZero() {
+			facts = append(facts, fact{t.invoiceDate, l.Date(c.Date)})
+		}
+	}
+	if len(d.CreditNotes) > 0 {
+		facts = append(facts, fact{t.creditNotes, strings.Join(d.CreditNotes, ", ")})
+	}
+	if d.PurchaseOrder != "" {
+		facts = append(facts, fact{t.purchaseOrder, d.PurchaseOrder})
+	}
+	if d.BuyerReference != "" {
+		facts = append(facts, fact{t.buyerReference, d.BuyerReference})
+	}
+	return facts
+}
+
+// labelled is "label: value" in the document's language.
+func (r *renderer) labelled(label, value string) string {
+	return label + r.t.colon + value
+}
+
+// partyLines are what the document says of a party under its name: its
+// trading name, postal address, identifiers, registration and contact.
+func (r *renderer) partyLines(party Party) []string {
+	t, a := r.t, party.Address
+	var lines []string
+	add := func(s string) {
+		if s = strings.TrimSpace(oneLine(s)); s != "" {
+			lines = append(lines, s)
+		}
+	}
+	if party.TradingName != "" && party.TradingName != party.Name {
+		add(r.labelled(t.tradingAs, party.TradingName))
+	}
+	for _, l := range a.Lines {
+		add(l)
+	}
+	add(oneLine(a.Postcode) + " " + oneLine(a.City))
+	add(a.Subdivision)
+	if a.Country != "" {
+		add(r.lang.Country(a.Country))
+	}
+	if party.VATID != "" {
+		add(r.labelled(t.vatID, string(party.VATID)))
+	}
+	if party.TaxNumber != "" {
+		add(r.labelled(t.taxNumber, party.TaxNumber))
+	}
+	if party.Registration != "" {
+		add(r.labelled(t.registration, party.Registration))
+	}
+	if c := party.Contact; c.Name != "" {
+		add(r.labelled(t.contact, c.Name))
+	}
+	if c := party.Contact; c.Phone != "" {
+		add(r.labelled(t.phone, c.Phone))
+	}
+	if c := party.Contact; c.Email != "" {
+		add(r.labelled(t.email, c.Email))
+	}
+	if party.Email != "" && party.Email != party.Contact.Email {
+		add(r.labelled(t.email, party.Email))
+	}
+	return lines
+}
+
+// partyDetails writes a party's lines in width w from the current
+// position's x.
 func (r *renderer) partyDetails(w float64, party Party) {
 	p := r.pdf
 	x := p.GetX()
-	for _, l := range addressLines(party.Address) {
+	for _, l := range r.partyLines(party) {
 		p.SetX(x)
 		p.MultiCell(w, lineH, l, "", "L", false)
-	}
-	if party.TaxID != "" {
-		p.SetX(x)
-		p.MultiCell(w, lineH, "Tax ID: "+oneLine(party.TaxID), "", "L", false)
-	}
-	if party.Email != "" {
-		p.SetX(x)
-		p.MultiCell(w, lineH, oneLine(party.Email), "", "L", false)
 	}
 }
 
@@ -189,7 +309,7 @@ func (r *renderer) billTo() {
 	p := r.pdf
 	p.SetFont(family, "", 8)
 	p.SetTextColor(110, 110, 110)
-	p.CellFormat(contentW, lineH, "Bill to", "", 1, "L", false, 0, "")
+	p.CellFormat(contentW, lineH, r.t.billTo, "", 1, "L", false, 0, "")
 	p.SetTextColor(0, 0, 0)
 	p.SetFont(family, "B", 11)
 	p.MultiCell(110, 5.5, oneLine(r.d.BillTo.Name), "", "L", false)
@@ -266,21 +386,28 @@ func ignorable(r rune) bool {
 
 // printable is a copy of d with every text it draws made printable
 // (keeping newlines, which the fields drawn on one line then drop), so
-// no field can reach fpdf with a character it cannot encode.
+// no field can reach fpdf with a character it cannot encode. The caller's
+// document, its slices included, is left as it was.
 func (d *Document) printable() *Document {
 	c := *d
-	c.Kind, c.Mark = Kind(multiLine(string(d.Kind))), Mark(multiLine(string(d.Mark)))
-	for _, s := range []*string{&c.ID, &c.Number, &c.MarkNote, &c.Currency, &c.Memo} {
+	for _, s := range []*string{&c.ID, &c.Number, &c.Currency, &c.PurchaseOrder, &c.BuyerReference, &c.Memo, &c.Reason} {
 		*s = multiLine(*s)
 	}
 	c.Seller, c.BillTo = d.Seller.printable(), d.BillTo.printable()
-	c.Facts = make([]Fact, len(d.Facts))
-	for i, f := range d.Facts {
-		c.Facts[i] = Fact{Label: multiLine(f.Label), Value: multiLine(f.Value)}
+	if d.Corrects != nil {
+		c.Corrects = &Reference{Number: multiLine(d.Corrects.Number), Date: d.Corrects.Date}
+	}
+	c.CreditNotes = printables(d.CreditNotes)
+	c.BankAccounts = slices.Clone(d.BankAccounts)
+	for i, b := range c.BankAccounts {
+		c.BankAccounts[i] = party.BankAccount{IBAN: party.IBAN(multiLine(string(b.IBAN))), BIC: party.BIC(multiLine(string(b.BIC)))}
 	}
 	c.Lines = slices.Clone(d.Lines)
 	for i := range c.Lines {
-		c.Lines[i].Description = multiLine(c.Lines[i].Description)
+		l := &c.Lines[i]
+		l.Description, l.Unit = multiLine(l.Description), multiLine(l.Unit)
+		l.VATCategory = vat.Category(multiLine(string(l.VATCategory)))
+		l.ExemptionReason, l.ExemptionCode = multiLine(l.ExemptionReason), multiLine(l.ExemptionCode)
 	}
 	c.Payments = slices.Clone(d.Payments)
 	for i := range c.Payments {
@@ -290,30 +417,34 @@ func (d *Document) printable() *Document {
 }
 
 func (p Party) printable() Party {
-	return Party{Name: multiLine(p.Name), Address: multiLine(p.Address), TaxID: multiLine(p.TaxID), Email: multiLine(p.Email)}
-}
-
-// addressLines splits an address on newlines, leaving out blank lines.
-func addressLines(s string) []string {
-	var lines []string
-	for l := range strings.SplitSeq(s, "\n") {
-		if l = strings.TrimSpace(oneLine(l)); l != "" {
-			lines = append(lines, l)
-		}
+	c := p
+	for _, s := range []*string{&c.Name, &c.TradingName, &c.TaxNumber, &c.Registration, &c.Email,
+		&c.Address.Postcode, &c.Address.City, &c.Address.Subdivision, &c.Contact.Name, &c.Contact.Phone, &c.Contact.Email} {
+		*s = multiLine(*s)
 	}
-	return lines
+	c.VATID = party.VATID(multiLine(string(p.VATID)))
+	c.Address.Country = party.Country(multiLine(string(p.Address.Country)))
+	c.Address.Lines = printables(p.Address.Lines)
+	return c
 }
 
-// english groups quantities as money.Display groups amounts.
-var english = message.NewPrinter(language.English)
-
-// Quantity is a line's quantity as people read it, grouped as amounts are
-// (ADR-0016): 1234567 is "1,234,567", 7.5 "7.5". The PDF and the invoice
-// page both show it so, from here.
-func Quantity(q quantity.Quantity) string { return q.Format("en") }
-
-// Percent renders basis points as a rate: 1900 is "19 %", 825 "8.25 %".
-func Percent(bps int64) string {
-	s := fmt.Sprintf("%d.%02d", bps/100, bps%100)
-	return strings.TrimSuffix(strings.TrimRight(s, "0"), ".") + " %"
+// printables is a copy of ss, each made printable.
+func printables(ss []string) []string {
+	if ss == nil {
+		return nil
+	}
+	c := make([]string, len(ss))
+	for i, s := range ss {
+		c[i] = multiLine(s)
+	}
+	return c
 }
+
+// Quantity is a line's quantity as people read it in English, grouped as
+// amounts are (ADR-0016): 1234567 is "1,234,567", 7.5 "7.5". The invoice
+// page shows it so, from here.
+func Quantity(q quantity.Quantity) string { return English.Quantity(q) }
+
+// Percent renders basis points as a rate in English: 1900 is "19 %", 825
+// "8.25 %".
+func Percent(bps int64) string { return English.Percent(bps) }

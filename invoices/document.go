@@ -106,18 +106,8 @@ func issuer(frozen, current *Seller) document.Party {
 	if s == nil {
 		return document.Party{}
 	}
-	a := s.Address
-	lines := append([]string{}, a.Lines...)
-	for _, l := range []string{strings.TrimSpace(a.Postcode + " " + a.City), a.Subdivision, string(a.Country)} {
-		if l != "" {
-			lines = append(lines, l)
-		}
-	}
-	taxID := string(s.VATID)
-	if taxID == "" {
-		taxID = s.TaxNumber
-	}
-	return document.Party{Name: s.LegalName, Address: strings.Join(lines, "\n"), TaxID: taxID, Email: s.Contact.Email}
+	return document.Party{Name: s.LegalName, TradingName: s.TradingName, Address: s.Address, VATID: s.VATID,
+		TaxNumber: s.TaxNumber, Registration: s.Registration, Contact: s.Contact}
 }
 
 // Settlement is what moved an issued invoice's balance: its payments
@@ -158,29 +148,21 @@ func Document(inv *Invoice, customer *Customer, seller *Seller, set Settlement) 
 	for i, l := range inv.Lines {
 		d.Lines[i] = document.Line(l)
 	}
-	if n := creditNumbers(set.CreditNotes); n != "" {
-		d.Facts = append(d.Facts, document.Fact{Label: "Credit notes", Value: n})
+	for _, cn := range set.CreditNotes {
+		d.CreditNotes = append(d.CreditNotes, cn.Number)
 	}
 	d.Payments = paymentRows(set.Payments)
 	switch inv.Status {
 	case StatusDraft:
-		d.Mark, d.MarkNote = document.MarkDraft, "a preview as it will be issued; its number, issue date and seller are fixed on issue."
+		d.Mark = document.MarkDraft
 	case StatusVoid:
-		d.Mark, d.MarkNote = document.MarkVoid, "this invoice was voided and is not to be paid."
+		d.Mark = document.MarkVoid
 	}
 	if inv.Status != StatusVoid {
 		balance := inv.BalanceDue
 		d.Balance = &balance
 	}
 	return d
-}
-
-func creditNumbers(cns []*CreditNote) string {
-	n := make([]string, len(cns))
-	for i, cn := range cns {
-		n[i] = cn.Number
-	}
-	return strings.Join(n, ", ")
 }
 
 // methodLabels name the payment methods on a document; a payment by
@@ -255,8 +237,8 @@ func CreditNoteDocument(cn *CreditNote, seller *Seller) *document.Document {
 	d := &document.Document{
 		Kind: document.KindCreditNote, ID: cn.ID.String(), Number: cn.Number, Currency: cn.Currency, Seller: issuer(cn.Seller, seller),
 		BillTo:    document.Party{Name: cn.BillTo.Name, Email: cn.BillTo.Email},
-		IssueDate: civil(cn.IssuedAt), Facts: []document.Fact{{Label: "Credits invoice", Value: cn.InvoiceNumber}},
-		Memo: "Reason: " + cn.Reason, Subtotal: cn.Subtotal, TaxTotal: cn.TaxTotal, Total: cn.Total,
+		IssueDate: civil(cn.IssuedAt), Corrects: &document.Reference{Number: cn.InvoiceNumber},
+		Reason: cn.Reason, Subtotal: cn.Subtotal, TaxTotal: cn.TaxTotal, Total: cn.Total,
 		Created: cn.IssuedAt, Modified: cn.IssuedAt,
 	}
 	d.Lines = make([]document.Line, len(cn.Lines))

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/invoiced/invoiced/internal/debtest"
 )
@@ -47,4 +48,23 @@ func RequireLines(t testing.TB, text string, lines ...string) {
 			t.Fatalf("no line %q in:\n%s", l, text)
 		}
 	}
+}
+
+// RequireText fails t unless text holds each of sentences, read across
+// line breaks: a sentence the PDF wraps over lines is found as one (runs
+// of white space, no-break spaces aside, compare as one space).
+func RequireText(t testing.TB, text string, sentences ...string) {
+	t.Helper()
+	flat := collapse(text)
+	for _, s := range sentences {
+		if !strings.Contains(flat, collapse(s)) {
+			t.Fatalf("no %q in:\n%s", s, text)
+		}
+	}
+}
+
+// collapse makes each run of white space other than a no-break space
+// one space.
+func collapse(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r != '\u00a0' && unicode.IsSpace(r) }), " ")
 }
