@@ -25,8 +25,16 @@ run: build
 	@scripts/first-admin.sh $(BIN)
 	$(BIN) serve
 
-## test: vet and the whole suite against a real PostgreSQL.
+## test: vet and the whole suite against a real PostgreSQL (docs/testing.md), its test databases in
+## memory when scripts/test-tablespace.sh can make the tablespace (as root, on a local server).
 test: vet node-deps
+	@if [ -z "$${INVOICED_TEST_TABLESPACE+set}" ]; then \
+	  err=$$(mktemp); \
+	  if ts=$$(scripts/test-tablespace.sh "$(INVOICED_TEST_DATABASE_URL)" 2>$$err); then export INVOICED_TEST_TABLESPACE=$$ts; \
+	  else echo "make: test databases go on disk (set INVOICED_TEST_TABLESPACE= to say so): scripts/test-tablespace.sh: $$(cat $$err)" >&2; fi; \
+	  rm -f $$err; \
+	fi; \
+	echo "$(GO) test -race -count=1 ./..."; \
 	$(GO) test -race -count=1 ./...
 
 # The Node.js packages the tests drive, each folder's pinned by its
