@@ -105,6 +105,9 @@ func TestSameDocumentRendersToSameBytes(t *testing.T) {
 	later := invoice("Müller & Søn")
 	later.Modified = later.Modified.Add(time.Second)
 	require.False(t, bytes.Equal(first, render(t, later)), "the modification date is the document's own")
+	for _, lang := range document.Languages() {
+		require.True(t, bytes.Equal(render(t, article226(lang)), render(t, article226(lang))), "%s renders differently", lang)
+	}
 }
 
 func TestDraftIsMarkedDraft(t *testing.T) {
@@ -237,4 +240,125 @@ func TestTextOutsideTheBMPDrawsAsReplacement(t *testing.T) {
 			require.Equal(t, want, *d, "Render leaves the caller's document as it was")
 		})
 	}
+}
+
+// A credit note names the invoice it corrects, by number and date
+// (Article 219), and its reason, in its language; it asks for no payment
+// even where the source left bank accounts and terms on it.
+func TestCreditNoteNamesTheInvoiceItCorrects(t *testing.T) {
+	t.Parallel()
+	for lang, want := range map[document.Language][]string{
+		en: {"Credit note", "Number CN-2026-000007", "Corrects invoice INV-2026-000042", "Invoice date 6 December 2026",
+			"Reason", "Workshop cancelled", "Credit note CN-2026-000007 · page 1/1"},
+		de: {"Rechnungskorrektur", "Nummer CN-2026-000007", "Korrigiert Rechnung INV-2026-000042", "Rechnungsdatum 6. Dezember 2026",
+			"Grund", "Workshop cancelled", "Rechnungskorrektur CN-2026-000007 · Seite 1/1"},
+		fr: {"Avoir", "Numéro CN-2026-000007", "Rectifie la facture INV-2026-000042", "Date de la facture 6 décembre 2026",
+			"Motif", "Workshop cancelled", "Avoir CN-2026-000007 · page 1/1"},
+	} {
+		t.Run(string(lang), func(t *testing.T) {
+			t.Parallel()
+			d := article226(lang)
+			d.Kind, d.Number, d.Balance = document.KindCreditNote, "CN-2026-000007", nil
+			d.Corrects = &document.Reference{Number: "INV-2026-000042", Date: day(2026, 12, 6)}
+			d.Reason = "Workshop cancelled"
+			text := documenttest.Text(t, render(t, d))
+			documenttest.RequireLines(t, text, want...)
+			require.NotContains(t, text, "DE89 3704")
+			require.NotContains(t, text, texts(lang).payment)
+		})
+	}
+}
+
+// texts are a few of the words each language prints, for tests that look
+// for their absence.
+func texts(lang document.Language) struct{ payment, balance string } {
+	return map[document.Language]struct{ payment, balance string }{
+		en: {"Payable within", "Balance due"},
+		de: {"Zahlbar innerhalb", "Offener Betrag"},
+		fr: {"Payable sous", "Reste à payer"},
+	}[lang]
+}
+
+// A draft and a void invoice say so in their language; a void one asks
+// for no payment.
+func TestMarksReadInTheLanguage(t *testing.T) {
+	t.Parallel()
+	for lang, want := range map[document.Language][2]string{
+		en: {"DRAFT — a preview as it will be issued; its number, issue date and seller are fixed on issue.",
+			"VOID — this invoice was voided and is not to be paid."},
+		de: {"ENTWURF — eine Vorschau, wie sie ausgestellt wird; Nummer, Ausstellungsdatum und Verkäufer werden bei der Ausstellung festgelegt.",
+			"STORNIERT — diese Rechnung wurde storniert und ist nicht zu bezahlen."},
+		fr: {"BROUILLON — un aperçu tel qu'il sera émis ; le numéro, la date d'émission et le vendeur sont fixés à l'émission.",
+			"ANNULÉE — cette facture a été annulée et ne doit pas être payée."},
+	} {
+		t.Run(string(lang), func(t *testing.T) {
+			t.Parallel()
+			draft := article226(lang)
+			draft.Number, draft.IssueDate, draft.Mark = "", time.Time{}, document.MarkDraft
+			text := documenttest.Text(t, render(t, draft))
+			documenttest.RequireText(t, text, want[0])
+			documenttest.RequireText(t, text, texts(lang).payment)
+			documenttest.RequireLines(t, text, map[document.Language][]string{
+				en: {"Number assigned on issue", "Issue date on issue"},
+				de: {"Nummer wird bei Ausstellung vergeben", "Ausstellungsdatum bei Ausstellung"},
+				fr: {"Numéro attribué à l'émission", "Date d'émission à l'émission"},
+			}[lang]...)
+			// The mark's sentence may take the page's last room.
+			require.Contains(t, text, map[document.Language]string{
+				en: "\nInvoice (draft) · page 1/", de: "\nRechnung (Entwurf) · Seite 1/", fr: "\nFacture (brouillon) · page 1/",
+			}[lang])
+
+			void := article226(lang)
+			void.Mark, void.Balance = document.MarkVoid, nil
+			text = documenttest.Text(t, render(t, void))
+			documenttest.RequireText(t, text, want[1])
+			require.NotContains(t, text, texts(lang).payment)
+			require.NotContains(t, text, texts(lang).balance)
+			require.NotContains(t, text, "DE89 3704")
+		})
+	}
+}
+
+// Terms read in the language's singular and plural, and 0 days is on
+// receipt; a date of supply prints as such, beside or without a period.
+func TestTermsAndSupplyDate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		days int
+		want map[document.Language]string
+	}{
+		{0, map[document.Language]string{en: "Payable on receipt", de: "Zahlbar sofort nach Erhalt", fr: "Payable à réception"}},
+		{1, map[document.Language]string{en: "Payable within 1 day", de: "Zahlbar innerhalb von 1 Tag", fr: "Payable sous 1 jour"}},
+		{30, map[document.Language]string{en: "Payable within 30 days", de: "Zahlbar innerhalb von 30 Tagen", fr: "Payable sous 30 jours"}},
+	} {
+		for lang, want := range tc.want {
+			d := article226(lang)
+			d.PaymentTermsDays = &tc.days
+			d.ServicePeriod, d.SupplyDate = document.Period{}, day(2026, 11, 30)
+			text := documenttest.Text(t, render(t, d))
+			documenttest.RequireLines(t, text, want, map[document.Language]string{
+				en: "Date of supply 30 November 2026", de: "Leistungsdatum 30. November 2026", fr: "Date de livraison 30 novembre 2026",
+			}[lang])
+		}
+	}
+	// Without terms or accounts there is no payment part.
+	d := article226(en)
+	d.PaymentTermsDays, d.BankAccounts = nil, nil
+	require.NotContains(t, documenttest.Text(t, render(t, d)), "\nPayment\n")
+}
+
+func TestRenderRefusesALanguageOrKindItDoesNotKnow(t *testing.T) {
+	t.Parallel()
+	d := article226(en)
+	d.Language = "it"
+	_, err := document.Render(d)
+	require.ErrorContains(t, err, `documents are written in en, de or fr, not "it"`)
+	d = article226(en)
+	d.Kind = "receipt"
+	_, err = document.Render(d)
+	require.ErrorContains(t, err, `kind "receipt"`)
+	// No language is English.
+	d = article226(en)
+	d.Language = ""
+	documenttest.RequireLines(t, documenttest.Text(t, render(t, d)), "Issue date 6 December 2026")
 }
