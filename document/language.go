@@ -22,7 +22,8 @@ import (
 // sentences (ours), and how its amounts, quantities, rates, dates, units
 // and country names read (CLDR's: numbers and country names through
 // golang.org/x/text, dates from calendars.go, which cldrgen generates from
-// CLDR since x/text formats no dates).
+// CLDR since x/text formats no dates). Its methods format as English for
+// "" and for a code that is not one of Languages (which Render refuses).
 type Language string
 
 // The languages documents are written in. A Document with no Language is
@@ -58,7 +59,6 @@ type calendar struct {
 // locale is what a language formats with.
 type locale struct {
 	lang    Language
-	tag     language.Tag
 	printer *message.Printer
 	// decimal and minus are the separator and sign x/text prints.
 	decimal, minus string
@@ -73,7 +73,7 @@ var locales = func() map[Language]*locale {
 		tag := language.Make(string(l))
 		p := message.NewPrinter(tag)
 		m[l] = &locale{
-			lang: l, tag: tag, printer: p,
+			lang: l, printer: p,
 			decimal: strings.TrimSuffix(strings.TrimPrefix(p.Sprint(number.Decimal(5, number.Scale(1))), p.Sprint(number.Decimal(5))), p.Sprint(number.Decimal(0))),
 			minus:   strings.TrimSuffix(p.Sprint(number.Decimal(-1)), p.Sprint(number.Decimal(1))),
 			cal:     calendars[l],

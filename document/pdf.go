@@ -270,26 +270,17 @@ func (r *renderer) partyLines(party Party) []string {
 	if a.Country != "" {
 		add(r.lang.Country(a.Country))
 	}
-	if party.VATID != "" {
-		add(r.labelled(t.vatID, string(party.VATID)))
+	email := party.Email
+	if email == party.Contact.Email {
+		email = ""
 	}
-	if party.TaxNumber != "" {
-		add(r.labelled(t.taxNumber, party.TaxNumber))
-	}
-	if party.Registration != "" {
-		add(r.labelled(t.registration, party.Registration))
-	}
-	if c := party.Contact; c.Name != "" {
-		add(r.labelled(t.contact, c.Name))
-	}
-	if c := party.Contact; c.Phone != "" {
-		add(r.labelled(t.phone, c.Phone))
-	}
-	if c := party.Contact; c.Email != "" {
-		add(r.labelled(t.email, c.Email))
-	}
-	if party.Email != "" && party.Email != party.Contact.Email {
-		add(r.labelled(t.email, party.Email))
+	for _, f := range []fact{
+		{t.vatID, string(party.VATID)}, {t.taxNumber, party.TaxNumber}, {t.registration, party.Registration},
+		{t.contact, party.Contact.Name}, {t.phone, party.Contact.Phone}, {t.email, party.Contact.Email}, {t.email, email},
+	} {
+		if f.value != "" {
+			add(r.labelled(f.label, f.value))
+		}
 	}
 	return lines
 }
