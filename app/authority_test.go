@@ -328,7 +328,8 @@ func TestIssuedInvoiceFreezesWhomItBills(t *testing.T) {
 	_, clerk := h.User(t, "clerk-bt", identity.RoleClerk)
 	_, approver := h.User(t, "approver-bt", identity.RoleApprover)
 
-	r := h.Do(t, "POST", "/v1/customers", clerk, map[string]any{"name": "Acme", "email": "ap@acme.example", "currency": "EUR"})
+	r := h.Do(t, "POST", "/v1/customers", clerk, map[string]any{"name": "Acme", "email": "ap@acme.example", "currency": "EUR",
+		"address": invoicetest.CustomerAddress})
 	require.Equal(t, 201, r.StatusCode, string(r.Body))
 	var cust struct{ ID string }
 	r.JSON(t, &cust)

@@ -10,6 +10,7 @@ import (
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/stretchr/testify/require"
 )
@@ -54,7 +55,7 @@ func TestBodiesMustBeJSON(t *testing.T) {
 		return &apptest.Response{Response: resp, Body: []byte(b.String())}
 	}
 
-	r := h.Do(t, "POST", "/v1/customers", clerk, map[string]any{"name": "Acme", "currency": "EUR"})
+	r := h.Do(t, "POST", "/v1/customers", clerk, map[string]any{"name": "Acme", "currency": "EUR", "address": invoicetest.CustomerAddress})
 	require.Equal(t, http.StatusCreated, r.StatusCode, string(r.Body))
 	var cust struct{ ID string }
 	r.JSON(t, &cust)

@@ -19,7 +19,6 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/invoiced/invoiced/openapi"
-	"github.com/invoiced/invoiced/seller"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/stretchr/testify/require"
@@ -181,7 +180,6 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 	sc, err := model.NewScripted(model.Script{Default: []model.ScriptStep{{Text: "I can list, draft and issue invoices."}}})
 	require.NoError(t, err)
 	h := apptest.New(t, apptest.Options{Config: app.Config{Model: sc}})
-	invoicetest.Seller(context.Background(), t, h.Pool, seller.Details{LegalName: "Fuzz Seller"})
 	_, admin := h.User(t, "fz-admin", identity.RoleAdmin)
 	_, clerk := h.User(t, "fz-clerk", identity.RoleClerk)
 	_, approver := h.User(t, "fz-approver", identity.RoleApprover)
@@ -201,7 +199,8 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 	}
 
 	var cust struct{ ID string }
-	resp := h.Do(t, "POST", "/v1/customers", clerk, map[string]any{"name": "Fuzz Ltd", "currency": "EUR", "email": "ap@fuzz.example"})
+	resp := h.Do(t, "POST", "/v1/customers", clerk, map[string]any{"name": "Fuzz Ltd", "currency": "EUR", "email": "ap@fuzz.example",
+		"address": invoicetest.CustomerAddress})
 	require.Equal(t, 201, resp.StatusCode, string(resp.Body))
 	resp.JSON(t, &cust)
 	env.customer = cust.ID

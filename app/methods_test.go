@@ -10,8 +10,6 @@ import (
 
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/identity"
-	"github.com/invoiced/invoiced/invoices/invoicetest"
-	"github.com/invoiced/invoiced/seller"
 	"github.com/stretchr/testify/require"
 )
 
@@ -82,7 +80,6 @@ func TestGetBodiesAreIgnored(t *testing.T) {
 func TestHeadIsGetWithoutItsBody(t *testing.T) {
 	t.Parallel()
 	h := apptest.New(t, apptest.Options{})
-	invoicetest.Seller(context.Background(), t, h.Pool, seller.Details{LegalName: "Example Seller"})
 	g := &gated{h: h, ctx: context.Background()}
 	g.clerk, g.clerkTok = h.User(t, "clara", identity.RoleClerk)
 	inv := g.draft(t).ID.String()

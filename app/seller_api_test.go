@@ -18,7 +18,7 @@ type sellerAPI struct {
 
 func setupSellerAPI(t *testing.T) *sellerAPI {
 	t.Helper()
-	s := &sellerAPI{h: apptest.New(t, apptest.Options{})}
+	s := &sellerAPI{h: apptest.New(t, apptest.Options{NoSeller: true})}
 	_, s.adminTok = s.h.User(t, "ada", identity.RoleAdmin)
 	_, s.clerkTok = s.h.User(t, "clara", identity.RoleClerk)
 	_, s.bobTok = s.h.User(t, "bob", identity.RoleApprover)

@@ -165,7 +165,7 @@ func invoiceCapabilities(svc *Service) []capability.Capability {
 		}, Handler: svc.MarkPaid},
 		{Descriptor: capability.Descriptor{
 			Name:        CapIssue,
-			Description: "Issue a draft invoice: it gets the next gapless number and becomes immutable. This needs an approval by a back-office approver: without one the answer is APPROVAL_REQUIRED with an approval_id to wait on; do not retry until it is approved. Returns the issued invoice with its number.",
+			Description: "Issue a draft invoice: it gets the next gapless number and becomes immutable. A draft that is not yet a legal invoice (the seller's or the customer's address or VAT id missing, a reverse charge without the customer's VAT id, …) is refused with INVOICE_INCOMPLETE, whose errors name each missing fact (field, code, message): ask the user for them, update the customer or the draft, and try again; get-invoice's readiness says the same beforehand. A complete draft needs an approval by a back-office approver: without one the answer is APPROVAL_REQUIRED with an approval_id to wait on; do not retry until it is approved. Returns the issued invoice with its number.",
 			InputSchema: schema(targetSchema),
 			Risk:        capability.RiskConsequential,
 		}, Handler: svc.Issue},

@@ -64,7 +64,7 @@ func (s *Service) IssueCreditNote(ctx context.Context, call capability.Call) (an
 		if err != nil {
 			return nil, err
 		}
-		grant, err := s.authorize(ctx, tx, call, inv, plan)
+		grant, err := s.authorize(ctx, tx, call, inv, nil, plan)
 		if err != nil {
 			return nil, err
 		}

@@ -254,6 +254,9 @@ type Invoice struct {
 	// BuyerReference is what the buyer asks invoices to quote; empty takes
 	// the customer's.
 	BuyerReference string `json:"buyer_reference"`
+	// Readiness is, for a draft read alone (get-invoice), what keeps it
+	// from being issued; nil otherwise.
+	Readiness *Readiness `json:"readiness,omitempty"`
 	// VATBreakdown is computed from the lines (Breakdown).
 	VATBreakdown []VATGroup  `json:"vat_breakdown"`
 	TaxRounding  TaxRounding `json:"tax_rounding"`

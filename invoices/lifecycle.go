@@ -26,7 +26,19 @@ func (s *Service) InvoiceGet(ctx context.Context, call capability.Call) (any, er
 	if err := decode(call, &in); err != nil {
 		return nil, err
 	}
-	inv, err := InvoiceGetByID(ctx, s.db, in.InvoiceID)
+	var inv *Invoice
+	err := store.ReadSnapshot(ctx, s.db, func(db store.Executor) error {
+		var err error
+		if inv, err = InvoiceGetByID(ctx, db, in.InvoiceID); err != nil || inv.Status != StatusDraft {
+			return err
+		}
+		c, sel, err := customerAndSellerGet(ctx, db, inv.CustomerID)
+		if err != nil {
+			return err
+		}
+		inv.Readiness = readinessOf(inv, c, sel, s.today())
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -78,13 +90,16 @@ func onLocked[T any](ctx context.Context, s *Service, call capability.Call, id u
 }
 
 // authorize builds the gate's target (the invoice as the approver will see
-// it; with credit, the credit note it would issue, whose total is the
-// amount the policy reads) and asks the gate; its refusal is returned as
-// is, so a store.CommitAnd refusal still commits what the gate recorded.
-func (s *Service) authorize(ctx context.Context, tx pgx.Tx, call capability.Call, inv *Invoice, credit *CreditPreview) (capability.Grant, error) {
-	c, err := CustomerGetByID(ctx, tx, inv.CustomerID)
-	if err != nil {
-		return capability.Grant{}, err
+// it, billed to c, read here when nil; with credit, the credit note it
+// would issue, whose total is the amount the policy reads) and asks the
+// gate; its refusal is returned as is, so a store.CommitAnd refusal still
+// commits what the gate recorded.
+func (s *Service) authorize(ctx context.Context, tx pgx.Tx, call capability.Call, inv *Invoice, c *Customer, credit *CreditPreview) (capability.Grant, error) {
+	if c == nil {
+		var err error
+		if c, err = CustomerGetByID(ctx, tx, inv.CustomerID); err != nil {
+			return capability.Grant{}, err
+		}
 	}
 	amount := inv.Total
 	var v any = Snapshot{Invoice: inv.dated(s.BusinessToday()), Customer: c}
@@ -102,8 +117,10 @@ func (s *Service) authorize(ctx context.Context, tx pgx.Tx, call capability.Call
 }
 
 // Issue is the issue-invoice capability (consequential). In one
-// transaction: lock, state checks (nothing is created or consumed when
-// they fail), the gate, the audit event, then the number as the last write.
+// transaction: lock, state checks and readiness (nothing is created or
+// consumed when they fail: a draft that is no legal invoice is 422
+// INVOICE_INCOMPLETE, before any approval), the gate, the audit event,
+// then the number as the last write.
 func (s *Service) Issue(ctx context.Context, call capability.Call) (any, error) {
 	in, err := writable[targetInput](call)
 	if err != nil {
@@ -111,13 +128,15 @@ func (s *Service) Issue(ctx context.Context, call capability.Call) (any, error) 
 	}
 	return s.mutate(ctx, call, in.InvoiceID, ActionIssue, func(ctx context.Context, tx pgx.Tx, inv *Invoice) (*Invoice, error) {
 		now := s.clock()
-		if len(inv.Lines) == 0 {
-			return nil, problem.Invalid("lines", "an invoice needs at least one line to be issued")
+		// Before the gate: no approver is asked for what cannot be issued.
+		c, sel, err := customerAndSellerGet(ctx, tx, inv.CustomerID)
+		if err != nil {
+			return nil, err
 		}
-		if inv.DueDate != nil && inv.DueDate.Before(s.today().Time) {
-			return nil, problem.Invalid("due_date", "the due date %s is before the issue date %s; update the draft first", inv.DueDate, s.today())
+		if r := readinessOf(inv, c, sel, s.today()); !r.Ready {
+			return nil, incomplete(r)
 		}
-		grant, err := s.authorize(ctx, tx, call, inv, nil)
+		grant, err := s.authorize(ctx, tx, call, inv, c, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +168,7 @@ func (s *Service) Delete(ctx context.Context, call capability.Call) (any, error)
 		if err != nil {
 			return err
 		}
-		grant, err := s.authorize(ctx, tx, call, inv, nil)
+		grant, err := s.authorize(ctx, tx, call, inv, nil, nil)
 		if err != nil {
 			return err
 		}

@@ -18,7 +18,7 @@ import (
 )
 
 var nordlicht = seller.Details{LegalName: "Nordlicht Consulting GmbH",
-	Address: party.Address{Lines: []string{"Hauptstraße 5"}, Postcode: "10115", City: "Berlin"}, VATID: "DE123456789"}
+	Address: party.Address{Lines: []string{"Hauptstraße 5"}, Postcode: "10115", City: "Berlin", Country: "DE"}, VATID: "DE123456789"}
 
 type pdfBundle struct {
 	ctx      context.Context
@@ -30,7 +30,7 @@ type pdfBundle struct {
 // setupPDF serves invoicing with s as the seller, or none when s is nil.
 func setupPDF(t *testing.T, s *seller.Details) pdfBundle {
 	t.Helper()
-	h := apptest.New(t, apptest.Options{})
+	h := apptest.New(t, apptest.Options{NoSeller: true})
 	if s != nil {
 		invoicetest.Seller(context.Background(), t, h.Pool, *s)
 	}

@@ -100,18 +100,21 @@ func TestDocumentsNameTheSellerAsAtIssue(t *testing.T) {
 	}
 }
 
-// Issued while no seller is set, an invoice and its credit note record
-// none; their documents name the seller once one is set.
+// While no seller is set, issue-invoice refuses a draft (a legal invoice
+// names its seller). An invoice issued all the same, in the store as
+// those before issue readiness were, and its credit note record none;
+// their documents name the seller once one is set.
 func TestIssuedWithoutSellerRecordsNone(t *testing.T) {
 	t.Parallel()
 	pb := setupPDF(t, nil)
 	b := httpBundle{ctx: pb.ctx, h: pb.h, clerk: pb.clerk, approver: pb.approver,
 		customer: invoicetest.Customer(pb.ctx, t, pb.h.Pool, invoicetest.CustomerOpts{Currency: "EUR"})}
-	id := b.approvedIssue(t)
-	r := b.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/issue", b.clerk, nil)
-	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
-	var issued invoices.Invoice
-	r.JSON(t, &issued)
+	draft := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
+	id := draft.ID.String()
+	p := requireProblem(t, b.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/issue", b.clerk, nil),
+		http.StatusUnprocessableEntity, invoices.CodeInvoiceIncomplete)
+	requireField(t, p, "seller")
+	issued := invoicetest.Issue(b.ctx, t, b.h.Pool, draft.ID)
 	require.Nil(t, issued.Seller)
 	cn := b.credit(t, id, map[string]any{"reason": "Goodwill", "amount": 1000})
 	require.Nil(t, cn.Seller)

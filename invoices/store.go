@@ -73,6 +73,23 @@ func CustomerGetByID(ctx context.Context, db store.Executor, id uuid.UUID) (*Cus
 	return out, nil
 }
 
+// customerAndSellerGet returns customer id and the seller (nil while
+// none is set) in one round trip: what a draft's readiness reads.
+func customerAndSellerGet(ctx context.Context, db store.Executor, id uuid.UUID) (*Customer, *Seller, error) {
+	var (
+		c Customer
+		s *Seller
+	)
+	err := db.QueryRow(ctx, `SELECT `+customerColumns+`, (SELECT `+sellerFrozen+` FROM seller) FROM customers WHERE id = $1`, id).Scan(
+		&c.ID, &c.Name, &c.Email, &c.Currency, &c.Address, &c.VATID, &c.TaxNumber, &c.BuyerReference, &c.Language,
+		&c.PaymentTermsDays, &c.Version, &c.CreatedAt, &c.UpdatedAt, &s)
+	if err != nil {
+		return nil, nil, mapError(err, "customer")
+	}
+	c.CreatedAt, c.UpdatedAt, c.Address = c.CreatedAt.UTC(), c.UpdatedAt.UTC(), addressArg(c.Address)
+	return &c, s, nil
+}
+
 // CustomerLockTx returns one customer locked FOR UPDATE in tx.
 func CustomerLockTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*Customer, error) {
 	out, err := scanCustomer(tx.QueryRow(ctx, `SELECT `+customerColumns+` FROM customers WHERE id = $1 FOR UPDATE`, id))

@@ -13,8 +13,10 @@ import (
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/internal/nodetest"
+	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/invoiced/invoiced/mcp"
+	"github.com/invoiced/invoiced/problem"
 	"github.com/stretchr/testify/require"
 )
 
@@ -61,7 +63,7 @@ type toolError struct {
 	// Approvals and RequiredApprovals are nil when the body has none.
 	Approvals         *int `json:"approvals"`
 	RequiredApprovals *int `json:"required_approvals"`
-	Errors            []struct{ Field, Message string }
+	Errors            []struct{ Field, Code, Message string }
 }
 
 // TestE2EWithTheTypeScriptSDK drives /mcp with the official TypeScript
@@ -93,6 +95,9 @@ func TestE2EWithTheTypeScriptSDK(t *testing.T) {
 	require.Equal(t, struct{ Tools, Subscribe, Prompts bool }{true, true, true}, out.Capabilities)
 	require.Contains(t, out.Instructions, "APPROVAL_REQUIRED")
 	checkTools(t, h, out)
+	// A draft read alone says whether it may be issued: this one may (the
+	// factory's customer has an address, apptest's seller the rest).
+	draft.Readiness = &invoices.Readiness{Ready: true, Missing: []problem.FieldError{}}
 	var want map[string]any
 	b2, err := json.Marshal(draft)
 	require.NoError(t, err)

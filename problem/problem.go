@@ -31,7 +31,10 @@ const (
 // FieldError names one invalid field of a request: field is a JSON pointer-ish
 // dotted path ("lines.3.quantity"), message says what is wrong with it.
 type FieldError struct {
-	Field   string `json:"field"`
+	Field string `json:"field"`
+	// Code says what is wrong with the field where a client acts on it
+	// (INVOICE_INCOMPLETE's missing facts); empty otherwise.
+	Code    string `json:"code,omitempty"`
 	Message string `json:"message"`
 }
 

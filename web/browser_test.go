@@ -20,6 +20,7 @@ import (
 	"github.com/invoiced/invoiced/internal/debtest"
 	"github.com/invoiced/invoiced/internal/nodetest"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/stretchr/testify/require"
 )
@@ -68,7 +69,8 @@ func (b *bundle) agent(clerk *identity.User, conv string) *agent {
 func (a *agent) draftAndRequest(t *testing.T, customer string) (invoiceID, approvalID string) {
 	t.Helper()
 	ctx := context.Background()
-	out, err := a.call(ctx, "create-customer", map[string]any{"name": customer, "email": "ap@globex.example", "currency": "EUR"})
+	out, err := a.call(ctx, "create-customer", map[string]any{"name": customer, "email": "ap@globex.example", "currency": "EUR",
+		"address": invoicetest.CustomerAddress})
 	require.NoError(t, err)
 	cust := out.(*invoices.Customer)
 	out, err = a.call(ctx, "create-draft-invoice", map[string]any{

@@ -21,7 +21,8 @@ import (
 func (b *bundle) drafts(t *testing.T, clerk *identity.User, name string, n int) []*invoices.Invoice {
 	t.Helper()
 	ag := b.agent(clerk, "c")
-	out, err := ag.call(context.Background(), "create-customer", map[string]any{"name": name, "email": "x@example.com", "currency": "JPY"})
+	out, err := ag.call(context.Background(), "create-customer", map[string]any{"name": name, "email": "x@example.com", "currency": "JPY",
+		"address": invoicetest.CustomerAddress})
 	require.NoError(t, err)
 	cust := out.(*invoices.Customer)
 	var invs []*invoices.Invoice

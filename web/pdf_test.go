@@ -21,7 +21,8 @@ import (
 )
 
 // seller is who issues the documents of the tests that render them.
-var nordlicht = seller.Details{LegalName: "Nordlicht GmbH", Address: party.Address{Lines: []string{"Hauptstraße 5"}, Postcode: "10115", City: "Berlin"}}
+var nordlicht = seller.Details{LegalName: "Nordlicht GmbH",
+	Address: party.Address{Lines: []string{"Hauptstraße 5"}, Postcode: "10115", City: "Berlin", Country: "DE"}, VATID: "DE136308783"}
 
 // setupSeller is setup with the seller configured.
 func setupSeller(t *testing.T) *bundle {
@@ -86,7 +87,7 @@ func TestApprovalPageLinksToTheDraftsPDF(t *testing.T) {
 
 func TestInvoicePDFPageWithoutSellerSaysHowToSetOne(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := &bundle{h: apptest.New(t, apptest.Options{NoSeller: true})}
 	clerk := b.user(t, "carl", identity.RoleClerk)
 	inv := b.drafts(t, clerk, "Acme KK", 1)[0]
 	br := b.browser(t)
@@ -108,7 +109,8 @@ func TestInvoicePageAndPDFShowQuantitiesAlike(t *testing.T) {
 	clerk := b.user(t, "carl", identity.RoleClerk)
 	ag := b.agent(clerk, "c")
 	ctx := context.Background()
-	out, err := ag.call(ctx, "create-customer", map[string]any{"name": "Globex GmbH", "email": "ap@globex.example", "currency": "EUR"})
+	out, err := ag.call(ctx, "create-customer", map[string]any{"name": "Globex GmbH", "email": "ap@globex.example", "currency": "EUR",
+		"address": invoicetest.CustomerAddress})
 	require.NoError(t, err)
 	out, err = ag.call(ctx, "create-draft-invoice", map[string]any{"customer_id": out.(*invoices.Customer).ID.String(), "lines": []map[string]any{
 		{"description": "Hours", "quantity": 7, "unit_amount": 100, "tax_rate_bps": 825},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/invoiced/invoiced/openapi/openapitest"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/store/storetest"
@@ -38,6 +39,9 @@ type Options struct {
 	// DatabaseURL, when set, is a migrated database to run on (such as a
 	// storetest.Cluster's) instead of a new clone of the test server's.
 	DatabaseURL string
+	// NoSeller leaves the seller unset; otherwise a new database gets
+	// invoicetest.DefaultSeller, so that its invoices can be issued.
+	NoSeller bool
 }
 
 // New starts the service on a fresh migrated database.
@@ -48,6 +52,9 @@ func New(t testing.TB, opts Options) *Harness {
 		dbURL = storetest.URL(t)
 	}
 	pool := storetest.PoolFor(t, dbURL)
+	if !opts.NoSeller && opts.DatabaseURL == "" {
+		invoicetest.Seller(context.Background(), t, pool, invoicetest.DefaultSeller)
+	}
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))

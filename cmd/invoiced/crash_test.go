@@ -50,12 +50,13 @@ func TestKilledAroundTheCommitARetryMakesOneEffect(t *testing.T) {
 			dbURL := storetest.URL(t)
 			e := env{"DATABASE_URL": dbURL, "INVOICED_ADDR": freeAddr(t), "INVOICED_LOG_LEVEL": "warn"}
 			tokens := map[string]string{}
-			for _, u := range [][2]string{{"cleo", "clerk"}, {"abe", "approver"}} {
+			for _, u := range [][2]string{{"ada", "admin"}, {"cleo", "clerk"}, {"abe", "approver"}} {
 				r := invoke(ctx, e, "users", "create", "--username", u[0], "--role", u[1])
 				require.Equal(t, 0, r.code, r.stderr)
 				lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 				tokens[u[0]] = lines[len(lines)-1]
 			}
+			setSeller(ctx, t, e, "ada")
 			pool, err := pgxpool.New(ctx, dbURL)
 			require.NoError(t, err)
 			defer pool.Close()

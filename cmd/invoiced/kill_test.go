@@ -78,6 +78,7 @@ func TestKilledRightAfterAnIssueCommitsTheEventIsDeliveredAfterRestart(t *testin
 		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 		tokens[u[0]] = lines[len(lines)-1]
 	}
+	setSeller(ctx, t, e, "ada")
 	rcv := e2etest.StartReceiver(t)
 	r := invoke(ctx, e, "webhooks", "add", rcv.URL, "--events", "invoice.issued", "--as", "ada")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -140,7 +141,16 @@ func post(t *testing.T, url, token string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// draftOverHTTP creates a customer and a one-line draft over the API.
+// setSeller sets sellerJSON, a seller invoices can be issued by, as the
+// admin named.
+func setSeller(ctx context.Context, t *testing.T, e env, admin string) {
+	t.Helper()
+	r := invokeWithInput(ctx, e, sellerJSON, "seller", "set", "--as", admin)
+	require.Equal(t, 0, r.code, r.stderr)
+}
+
+// draftOverHTTP creates a customer with an address and a one-line draft
+// over the API.
 func draftOverHTTP(t *testing.T, addr, token string) string {
 	t.Helper()
 	do := func(path string, body any) map[string]any {
@@ -157,7 +167,8 @@ func draftOverHTTP(t *testing.T, addr, token string) string {
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
 		return out
 	}
-	c := do("/v1/customers", map[string]any{"name": "Acme GmbH", "currency": "EUR"})
+	c := do("/v1/customers", map[string]any{"name": "Acme GmbH", "currency": "EUR",
+		"address": map[string]any{"lines": []string{"Marktplatz 1"}, "postcode": "80331", "city": "München", "country": "DE"}})
 	inv := do("/v1/invoices", map[string]any{"customer_id": c["id"], "lines": []any{
 		map[string]any{"description": "Consulting", "quantity": 1, "unit_amount": 10000},
 	}})

@@ -23,7 +23,21 @@ type CustomerOpts struct {
 	Currency string // default EUR
 }
 
-// Customer inserts a customer.
+// CustomerAddress is every factory customer's address: a customer an
+// invoice can be issued to.
+var CustomerAddress = party.Address{Lines: []string{"Marktplatz 1"}, Postcode: "80331", City: "München", Country: "DE"}
+
+// DefaultSeller is the seller apptest's service starts with: all that a
+// legal invoice says of its seller.
+var DefaultSeller = seller.Details{
+	LegalName: "Nordlicht Consulting GmbH",
+	Address:   party.Address{Lines: []string{"Hauptstraße 5"}, Postcode: "10115", City: "Berlin", Country: "DE"},
+	VATID:     "DE136695976", Registration: "Amtsgericht Charlottenburg, HRB 12345 B",
+	Contact:      party.Contact{Name: "Ada Buchhaltung", Email: "billing@nordlicht.example"},
+	BankAccounts: []party.BankAccount{{IBAN: "DE89370400440532013000", BIC: "COBADEFFXXX"}},
+}
+
+// Customer inserts a customer, with an address.
 func Customer(ctx context.Context, t testing.TB, db store.Executor, opts CustomerOpts) *invoices.Customer {
 	t.Helper()
 	if opts.Name == "" {
@@ -34,6 +48,7 @@ func Customer(ctx context.Context, t testing.TB, db store.Executor, opts Custome
 	}
 	c, err := invoices.CustomerCreate(ctx, db, &invoices.Customer{
 		ID: uuid.Must(uuid.NewV7()), Name: opts.Name, Email: "billing@example.com", Currency: opts.Currency,
+		Address:   CustomerAddress,
 		CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
 	})
 	require.NoError(t, err)
