@@ -60,13 +60,15 @@ type bound struct {
 	rooms    *slots // nil in a test's private proxy
 
 	mu      sync.Mutex
-	entered map[string]*room // by top-level test
+	entered map[string]*room // by the name of the test that took it
 	own     map[string]bool  // tests' own databases
 }
 
-// room is a top-level test's place among those with databases of their
-// own. Its subtests share it: one that waited for a room while its parent
-// held one could wait for ever.
+// room is a test's place among those with databases of their own. Its
+// subtests share it: one that waited for a room while its parent held one
+// could wait for ever. Subtests of a test without one take rooms of their
+// own, so that parallel subtests, each running a service, need not fit in
+// one.
 type room struct {
 	users   int
 	ready   chan struct{}
@@ -176,19 +178,23 @@ func serverFree(admin string, held int) (int, error) {
 	return free + held, nil
 }
 
-// enterRoom waits until t's test may hold databases of its own, and
-// leaves at the cleanup of the last of its tests that entered.
+// enterRoom waits until t may hold databases of its own, and leaves at
+// the cleanup of the last of the tests that share its room.
 func (b *bound) enterRoom(t testing.TB) {
 	t.Helper()
-	key, _, _ := strings.Cut(t.Name(), "/")
-	t.Cleanup(b.enter(key))
+	t.Cleanup(b.enter(t.Name()))
 }
 
-// enter takes a room for key, or shares the one key holds, and returns
-// the leaving.
-func (b *bound) enter(key string) (leave func()) {
+// enter shares the room of test name or of its nearest parent that has
+// one, or else takes one for name, and returns the leaving.
+func (b *bound) enter(name string) (leave func()) {
 	b.mu.Lock()
-	r := b.entered[key]
+	key, r := name, b.entered[name]
+	for i := len(name); r == nil && i > 0; i = strings.LastIndexByte(name[:i], '/') {
+		if p := b.entered[name[:i]]; p != nil {
+			key, r = name[:i], p
+		}
+	}
 	first := r == nil
 	if first {
 		r = &room{ready: make(chan struct{})}

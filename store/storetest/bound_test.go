@@ -210,8 +210,9 @@ func testWords(t *testing.T, way string) {
 }
 
 // TestRoomsAreSharedWithinATest: a test's subtests share its room (one
-// waiting for a room its parent holds would wait for ever), and another
-// test waits until the last of them leaves.
+// waiting for a room its parent holds would wait for ever); another test's
+// subtest, its parent holding none, waits for a room of its own until the
+// last of them leaves.
 func TestRoomsAreSharedWithinATest(t *testing.T) {
 	t.Parallel()
 	b := privateBound(t, 4)
@@ -222,10 +223,10 @@ func TestRoomsAreSharedWithinATest(t *testing.T) {
 	t.Cleanup(rooms.close)
 	b.rooms = rooms
 	leaveParent := b.enter("TestParent")
-	leaveSub := b.enter("TestParent") // returns: shared, not waiting
+	leaveSub := b.enter("TestParent/sub/subsub") // returns: shared, not waiting
 
 	other := make(chan func(), 1)
-	go func() { other <- b.enter("TestOther") }()
+	go func() { other <- b.enter("TestOther/sub") }()
 	eventually(t, "another test waits for the room", func() bool { return rooms.waiters() == 1 })
 	leaveParent()
 	select {
