@@ -31,8 +31,10 @@ import (
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/migrations"
+	"github.com/invoiced/invoiced/party"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/quantity"
+	"github.com/invoiced/invoiced/seller"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/store"
 	"github.com/invoiced/invoiced/webhooks"
@@ -217,14 +219,27 @@ func (b *bench) setup(ctx context.Context) error {
 	if b.token, err = identity.TokenCreate(ctx, b.pool, clerk.ID, "bench"); err != nil {
 		return err
 	}
+	// A seller and a customer with all a legal invoice says of them, so
+	// that issue readiness lets the drafts through.
+	admin, err := identity.UserCreate(ctx, b.pool, identity.UserCreateParams{Username: "bench-admin", Role: identity.RoleAdmin})
+	if err != nil {
+		return err
+	}
+	if _, err := seller.NewService(b.pool, nil).Set(ctx, admin.Principal(), capability.PathCLI, seller.Details{
+		LegalName: "Bench Seller GmbH", VATID: "DE136308783",
+		Address: party.Address{Lines: []string{"Hauptstraße 5"}, Postcode: "10115", City: "Berlin", Country: "DE"},
+	}, seller.IfNoneSet()); err != nil {
+		return err
+	}
 	b.customer, err = invoices.CustomerCreate(ctx, b.pool, &invoices.Customer{
 		ID: uuid.Must(uuid.NewV7()), Name: "Bench GmbH", Email: "bench@example.com", Currency: "EUR",
+		Address:   party.Address{Lines: []string{"Marktplatz 1"}, Postcode: "80331", City: "München", Country: "DE"},
 		CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
 	})
 	if err != nil {
 		return err
 	}
-	return b.subscribe(ctx)
+	return b.subscribe(ctx, admin.Principal())
 }
 
 func withDatabase(u, name string) string {

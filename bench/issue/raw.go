@@ -18,9 +18,10 @@ import (
 const auditLockKey int64 = 0x61756469_74636861
 
 // rawScript is the issue transaction as SQL, statement for statement what
-// the service sends (invoice lock and lines, customer, the gate's lookup
-// of the approval, its decisions and the approval policy's rules, consume
-// and notify, two audit appends, the numbered update, and the
+// the service sends (invoice lock and lines, customer and seller for
+// issue readiness, the gate's lookup of the approval, its decisions and
+// the approval policy's rules, consume and notify, two audit appends, the
+// numbered update, and the
 // invoice.issued event's fan-out: the delivery to the subscribed endpoint
 // (the bench subscribes exactly one: \gset takes one row) and River's
 // JobInsertFastMany of its job, with one row, on a queue
@@ -35,7 +36,7 @@ SELECT invoice_id AS inv, approval_id AS appr, input_hash AS ih, customer_id AS 
 BEGIN;
 SELECT id, number, status, customer_id, currency, due_date, memo, subtotal, tax_total, total, issued_at, voided_at, paid_at, version, created_at, updated_at FROM invoices WHERE id = :inv FOR UPDATE;
 SELECT invoice_id, description, quantity, unit_amount, tax_rate_bps, amount, tax_amount FROM invoice_lines WHERE invoice_id = ANY(ARRAY[:inv::uuid]) ORDER BY invoice_id, position;
-SELECT id, name, email, currency, version, created_at, updated_at FROM customers WHERE id = :cust;
+SELECT id, name, email, currency, address, vat_id, tax_number, buyer_reference, language, payment_terms_days, version, created_at, updated_at, (SELECT jsonb_build_object('legal_name', legal_name, 'trading_name', trading_name, 'address', address, 'vat_id', vat_id, 'tax_number', tax_number, 'registration', registration, 'contact', contact, 'bank_accounts', bank_accounts, 'payment_terms_days', payment_terms_days) FROM seller) FROM customers WHERE id = :cust;
 SELECT r.id, r.capability, r.status, r.input, r.input_hash, r.target_type, r.target_id, r.target_version, r.amount, r.currency, r.snapshot, r.requested_by, u.username, r.requested_via, r.reason, r.required_approvals, r.created_at, r.updated_at, r.expires_at, r.decided_at, r.consumed_at, r.consumed_by, r.expiry_reported_at IS NOT NULL, r.version, r.policy_version, r.policy_rule_id, r.policy_required, r.required_raised_version FROM approval_requests r JOIN users u ON u.id = r.requested_by WHERE r.capability = 'issue-invoice' AND r.target_type = 'invoice' AND r.target_id = :inv AND r.input_hash = :ih ORDER BY r.created_at DESC, r.id DESC LIMIT 1 FOR UPDATE OF r;
 SELECT d.request_id, d.approver_id, u.username, d.decision, d.reason, d.decided_at, d.voided_at, d.void_reason, u.role, u.disabled FROM approval_decisions d JOIN users u ON u.id = d.approver_id WHERE d.request_id = ANY(ARRAY[:appr::uuid]) ORDER BY d.decided_at, d.id;
 SELECT v.version, r.id, r.capability, coalesce(r.currency, '*'), r.min_amount, r.min_amount_major, r.approvers, r.from_version, r.to_version FROM (SELECT max(version) AS version FROM approval_policy_versions) v LEFT JOIN approval_policy_rules r ON r.to_version IS NULL AND r.capability = 'issue-invoice' AND (r.currency = 'EUR' OR r.currency IS NULL);

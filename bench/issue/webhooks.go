@@ -79,18 +79,15 @@ func (r *receiver) wait(ids []uuid.UUID, timeout time.Duration) ([]time.Time, er
 	}
 }
 
-// subscribe adds an endpoint for invoice.issued pointing at the receiver.
-func (b *bench) subscribe(ctx context.Context) error {
-	admin, err := identity.UserCreate(ctx, b.pool, identity.UserCreateParams{Username: "bench-admin", Role: identity.RoleAdmin})
-	if err != nil {
-		return err
-	}
+// subscribe adds, as admin, an endpoint for invoice.issued pointing at
+// the receiver.
+func (b *bench) subscribe(ctx context.Context, admin identity.Principal) error {
 	emit, err := app.NewEmitter(nil)
 	if err != nil {
 		return err
 	}
 	svc := webhooks.NewService(b.pool, emit, webhooks.Config{AllowPrivate: true})
-	_, err = svc.Add(ctx, admin.Principal(), capability.PathCLI, b.recv.url, []string{"invoice.issued"})
+	_, err = svc.Add(ctx, admin, capability.PathCLI, b.recv.url, []string{"invoice.issued"})
 	return err
 }
 
