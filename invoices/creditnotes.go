@@ -16,16 +16,19 @@ import (
 // paid. It has its own gapless number series and, once issued, never
 // changes.
 type CreditNote struct {
-	ID            uuid.UUID    `json:"id"`
-	Number        string       `json:"number"`
-	InvoiceID     uuid.UUID    `json:"invoice_id"`
-	InvoiceNumber string       `json:"invoice_number"`
-	Currency      string       `json:"currency"`
-	Reason        string       `json:"reason"`
-	Lines         []CreditLine `json:"lines"`
-	Subtotal      int64        `json:"subtotal"`
-	TaxTotal      int64        `json:"tax_total"`
-	Total         int64        `json:"total"`
+	ID            uuid.UUID `json:"id"`
+	Number        string    `json:"number"`
+	InvoiceID     uuid.UUID `json:"invoice_id"`
+	InvoiceNumber string    `json:"invoice_number"`
+	// InvoiceIssuedAt is when the invoice it corrects was issued, for its
+	// document (Article 219: a correcting document names the invoice).
+	InvoiceIssuedAt time.Time    `json:"-"`
+	Currency        string       `json:"currency"`
+	Reason          string       `json:"reason"`
+	Lines           []CreditLine `json:"lines"`
+	Subtotal        int64        `json:"subtotal"`
+	TaxTotal        int64        `json:"tax_total"`
+	Total           int64        `json:"total"`
 	// BillTo is whom the credited invoice billed.
 	BillTo BillTo `json:"bill_to"`
 	// Seller is who issued the credit note, as the seller settings said

@@ -10,14 +10,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-const creditNoteColumns = `c.id, c.number, c.invoice_id, i.number, c.currency, c.reason, c.subtotal, c.tax_total, c.total,
+const creditNoteColumns = `c.id, c.number, c.invoice_id, i.number, i.issued_at, c.currency, c.reason, c.subtotal, c.tax_total, c.total,
 	c.bill_to, c.seller, c.invoice_version, c.approval_id, c.issued_by, c.issued_at`
 
 const creditNoteFrom = ` FROM credit_notes c JOIN invoices i ON i.id = c.invoice_id`
 
 func scanCreditNote(row pgx.Row) (*CreditNote, error) {
 	var cn CreditNote
-	if err := row.Scan(&cn.ID, &cn.Number, &cn.InvoiceID, &cn.InvoiceNumber, &cn.Currency, &cn.Reason, &cn.Subtotal, &cn.TaxTotal, &cn.Total,
+	if err := row.Scan(&cn.ID, &cn.Number, &cn.InvoiceID, &cn.InvoiceNumber, &cn.InvoiceIssuedAt, &cn.Currency, &cn.Reason, &cn.Subtotal, &cn.TaxTotal, &cn.Total,
 		&cn.BillTo, &cn.Seller, &cn.InvoiceVersion, &cn.ApprovalID, &cn.IssuedBy, &cn.IssuedAt); err != nil {
 		return nil, err
 	}

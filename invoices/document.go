@@ -95,19 +95,29 @@ func CurrentSeller(ctx context.Context, db store.Executor) (*Seller, error) {
 	return &Seller{Details: cur.Details}, nil
 }
 
-// issuer is who a document says issued it: the seller frozen at issue,
+// sellerOf is who a document says issued it: the seller frozen at issue,
 // or current (the seller now) for a draft, and for a document issued
-// before sellers were recorded or while none was set.
-func issuer(frozen, current *Seller) document.Party {
-	s := frozen
-	if s == nil {
-		s = current
+// before sellers were recorded or while none was set; nil when neither.
+func sellerOf(frozen, current *Seller) *Seller {
+	if frozen != nil {
+		return frozen
 	}
+	return current
+}
+
+// issuer is sellerOf(frozen, current) as a document's party.
+func issuer(frozen, current *Seller) document.Party {
+	s := sellerOf(frozen, current)
 	if s == nil {
 		return document.Party{}
 	}
 	return document.Party{Name: s.LegalName, TradingName: s.TradingName, Address: s.Address, VATID: s.VATID,
 		TaxNumber: s.TaxNumber, Registration: s.Registration, Contact: s.Contact}
+}
+
+// billToParty is whom a document bills.
+func billToParty(b BillTo) document.Party {
+	return document.Party{Name: b.Name, Address: b.Address, VATID: b.VATID, TaxNumber: b.TaxNumber, Email: b.Email}
 }
 
 // Settlement is what moved an issued invoice's balance: its payments
@@ -138,11 +148,32 @@ func Document(inv *Invoice, customer *Customer, seller *Seller, set Settlement) 
 	if inv.DueDate != nil {
 		d.DueDate = inv.DueDate.Time
 	}
+	if inv.SupplyDate != nil {
+		d.SupplyDate = inv.SupplyDate.Time
+	}
+	if p := inv.ServicePeriod; p != nil {
+		d.ServicePeriod = document.Period{Start: p.Start.Time, End: p.End.Time}
+	}
+	d.PurchaseOrder, d.BuyerReference = inv.PurchaseOrder, inv.BuyerReference
+	if inv.Status == StatusDraft || inv.Status == StatusIssued {
+		d.PaymentTermsDays = inv.PaymentTermsDays
+		if s := sellerOf(inv.Seller, seller); s != nil {
+			d.BankAccounts = s.BankAccounts
+		}
+	}
 	switch {
 	case inv.BillTo != nil:
-		d.BillTo = document.Party{Name: inv.BillTo.Name, Email: inv.BillTo.Email}
+		d.BillTo, d.Language = billToParty(*inv.BillTo), document.Language(inv.BillTo.Language)
 	case customer != nil:
-		d.BillTo = document.Party{Name: customer.Name, Email: customer.Email}
+		d.BillTo = billToParty(BillTo{Name: customer.Name, Email: customer.Email, Address: customer.Address,
+			VATID: customer.VATID, TaxNumber: customer.TaxNumber})
+		d.Language = document.Language(customer.Language)
+		if d.BuyerReference == "" {
+			d.BuyerReference = customer.BuyerReference
+		}
+		if d.PaymentTermsDays == nil && inv.DueDate == nil {
+			d.PaymentTermsDays = customer.PaymentTermsDays
+		}
 	}
 	d.Lines = make([]document.Line, len(inv.Lines))
 	for i, l := range inv.Lines {
@@ -236,8 +267,8 @@ func InvoiceDocument(ctx context.Context, db store.Executor, id uuid.UUID) (*doc
 func CreditNoteDocument(cn *CreditNote, seller *Seller) *document.Document {
 	d := &document.Document{
 		Kind: document.KindCreditNote, ID: cn.ID.String(), Number: cn.Number, Currency: cn.Currency, Seller: issuer(cn.Seller, seller),
-		BillTo:    document.Party{Name: cn.BillTo.Name, Email: cn.BillTo.Email},
-		IssueDate: civil(cn.IssuedAt), Corrects: &document.Reference{Number: cn.InvoiceNumber},
+		BillTo: billToParty(cn.BillTo), Language: document.Language(cn.BillTo.Language),
+		IssueDate: civil(cn.IssuedAt), Corrects: &document.Reference{Number: cn.InvoiceNumber, Date: civil(cn.InvoiceIssuedAt)},
 		Reason: cn.Reason, Subtotal: cn.Subtotal, TaxTotal: cn.TaxTotal, Total: cn.Total,
 		Created: cn.IssuedAt, Modified: cn.IssuedAt,
 	}
