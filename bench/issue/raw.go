@@ -29,7 +29,10 @@ const auditLockKey int64 = 0x61756469_74636861
 // 100 ms, is left out), with the audit events and the delivery's body
 // built in SQL. Pipelines mirror the statements pgx sends as one batch
 // (consume + notify; each audit lock + insert). The work item lookup
-// before BEGIN stands in for the HTTP request naming the invoice.
+// before BEGIN stands in for the HTTP request naming the invoice. The
+// Idempotency-Key's lookup and its record in the transaction (ADR-0020),
+// which ours sends with each issue (-keys), are not in it: like the HTTP
+// layer, they are what the service adds to the same effect.
 const rawScript = `\set i :i + 1
 \set k :client_id * :per + :i
 SELECT invoice_id AS inv, approval_id AS appr, input_hash AS ih, customer_id AS cust FROM bench_queue WHERE k = :k \gset
