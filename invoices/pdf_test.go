@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/document/documenttest"
@@ -19,6 +20,13 @@ import (
 
 var nordlicht = seller.Details{LegalName: "Nordlicht Consulting GmbH",
 	Address: party.Address{Lines: []string{"Hauptstraße 5"}, Postcode: "10115", City: "Berlin", Country: "DE"}, VATID: "DE123456789"}
+
+// customerBlock is what a document says under the name of a factory
+// customer: its address and email.
+const customerBlock = "Marktplatz 1\n80331 München\nGermany\nEmail: billing@example.com\n"
+
+// longDate is t's day as an English document writes it.
+func longDate(t time.Time) string { return t.UTC().Format("2 January 2006") }
 
 type pdfBundle struct {
 	ctx      context.Context
@@ -65,14 +73,14 @@ func TestInvoicePDFForUnicodeNames(t *testing.T) {
 			cu := invoicetest.Customer(b.ctx, t, b.h.Pool, invoicetest.CustomerOpts{Name: name, Currency: "EUR"})
 			inv := invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &cu.ID, Lines: lines})
 			r, text := b.pdf(t, inv.ID.String(), b.approver)
-			require.Contains(t, text, "\nBill to\n"+name+"\nbilling@example.com\n")
-			documenttest.RequireLines(t, text, "Invoice", "Number "+*inv.Number, "Issue date "+inv.IssuedAt.UTC().Format("2006-01-02"),
-				"Beratung für Müller & Søn 80 150.00 19 % 12,000.00",
-				"Warsztat w Łodzi (Łódź) 1 1,500.00 19 % 1,500.00",
-				"Ταξίδι στην Αθήνα 2 450.00 7 % 900.00",
-				"Лицензия, Москва 1 259.50 0 % 259.50",
-				"Subtotal 14,659.50 EUR", "Tax 2,628.00 EUR", "Total 17,287.50 EUR", "Balance due 17,287.50 EUR")
-			require.Contains(t, text, "Nordlicht Consulting GmbH\nHauptstraße 5\n10115 Berlin\nTax ID: DE123456789\n")
+			require.Contains(t, text, "\nBill to\n"+name+"\n"+customerBlock)
+			documenttest.RequireLines(t, text, "Invoice", "Number "+*inv.Number, "Issue date "+longDate(*inv.IssuedAt),
+				"Beratung für Müller & Søn 80 units 150.00 19 % 12,000.00",
+				"Warsztat w Łodzi (Łódź) 1 unit 1,500.00 19 % 1,500.00",
+				"Ταξίδι στην Αθήνα 2 units 450.00 7 % 900.00",
+				"Лицензия, Москва 1 unit 259.50 Z 259.50",
+				"Subtotal 14,659.50 EUR", "VAT 2,628.00 EUR", "Total 17,287.50 EUR", "Balance due 17,287.50 EUR")
+			require.Contains(t, text, sellerBlock)
 			require.NotContains(t, text, "DRAFT")
 			require.Equal(t, `inline; filename=`+*inv.Number+`.pdf`, r.Header.Get("Content-Disposition"))
 
@@ -97,7 +105,7 @@ func TestInvoicePDFFromDraftToPaid(t *testing.T) {
 	r, text := b.pdf(t, id, b.clerk)
 	require.Equal(t, `inline; filename=draft-`+id+`.pdf`, r.Header.Get("Content-Disposition"))
 	documenttest.RequireLines(t, text, "DRAFT — a preview as it will be issued; its number, issue date and seller are fixed on issue.",
-		"Number assigned on issue", "Tea 4 1,018 0 % 4,072", "Total 4,072 JPY", "Invoice (draft) · page 1/1")
+		"Number assigned on issue", "Tea 4 units 1,018 Z 4,072", "Total 4,072 JPY", "Invoice (draft) · page 1/1")
 	require.Contains(t, text, "\nBill to\nΑθήνα Α.Ε.\n")
 	etag := r.Header.Get("ETag")
 	require.Regexp(t, `^"[0-9a-f]{32}"$`, etag)
@@ -125,7 +133,7 @@ func TestInvoicePDFFromDraftToPaid(t *testing.T) {
 	var paid invoices.Invoice
 	mp.JSON(t, &paid)
 	_, text = b.pdf(t, id, b.clerk)
-	documenttest.RequireLines(t, text, "Paid 4,072 JPY", "Balance due 0 JPY", paid.PaidAt.UTC().Format("2006-01-02")+" Paid in full 4,072 JPY")
+	documenttest.RequireLines(t, text, "Paid 4,072 JPY", "Balance due 0 JPY", longDate(*paid.PaidAt)+" Paid in full 4,072 JPY")
 }
 
 func TestInvoicePDFRefusals(t *testing.T) {
@@ -150,8 +158,10 @@ func TestInvoicePDFRefusals(t *testing.T) {
 // instead of failing the render (a 500).
 func TestPDFDrawsTextOutsideTheBMPAsReplacement(t *testing.T) {
 	t.Parallel()
-	pb := setupPDF(t, &seller.Details{LegalName: "Rocket 🚀 GmbH", Address: party.Address{Lines: []string{"Orbit 🛰 1"}, Postcode: "10115", City: "Berlin"}, TaxNumber: "DE🚀42"})
-	r := pb.h.Do(t, http.MethodPost, "/v1/customers", pb.clerk, map[string]any{"name": "Café 🚀 Ltd", "email": "ap@cafe.example", "currency": "EUR"})
+	pb := setupPDF(t, &seller.Details{LegalName: "Rocket 🚀 GmbH",
+		Address: party.Address{Lines: []string{"Orbit 🛰 1"}, Postcode: "10115", City: "Berlin", Country: "DE"}, TaxNumber: "DE🚀42"})
+	r := pb.h.Do(t, http.MethodPost, "/v1/customers", pb.clerk, map[string]any{"name": "Café 🚀 Ltd", "email": "ap@cafe.example", "currency": "EUR",
+		"address": map[string]any{"lines": []string{"1 Place du Marché"}, "postcode": "75001", "city": "Paris", "country": "FR"}})
 	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
 	var cu invoices.Customer
 	r.JSON(t, &cu)
@@ -163,13 +173,13 @@ func TestPDFDrawsTextOutsideTheBMPAsReplacement(t *testing.T) {
 	id := inv.ID.String()
 	seen := func(text string) {
 		t.Helper()
-		require.Contains(t, text, "Rocket \uFFFD GmbH\nOrbit \uFFFD 1\n10115 Berlin\nTax ID: DE\uFFFD42\n")
-		require.Contains(t, text, "\nBill to\nCafé \uFFFD Ltd\nap@cafe.example\n")
+		require.Contains(t, text, "Rocket \uFFFD GmbH\nOrbit \uFFFD 1\n10115 Berlin\nGermany\nTax number: DE\uFFFD42\n")
+		require.Contains(t, text, "\nBill to\nCafé \uFFFD Ltd\n1 Place du Marché\n75001 Paris\nFrance\nEmail: ap@cafe.example\n")
 		require.NotContains(t, text, "🚀")
 	}
 	_, text := pb.pdf(t, id, pb.clerk)
 	seen(text)
-	documenttest.RequireLines(t, text, "Launch \uFFFD service 2 50.00 19 % 100.00", "Thanks \uFFFD")
+	documenttest.RequireLines(t, text, "Launch \uFFFD service 2 units 50.00 19 % 100.00", "Thanks \uFFFD")
 
 	b := httpBundle{ctx: pb.ctx, h: pb.h, clerk: pb.clerk, approver: pb.approver}
 	p := requireProblem(t, pb.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/issue", pb.clerk, nil), http.StatusForbidden, "APPROVAL_REQUIRED")
@@ -178,12 +188,13 @@ func TestPDFDrawsTextOutsideTheBMPAsReplacement(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 	_, text = pb.pdf(t, id, pb.clerk)
 	seen(text)
-	documenttest.RequireLines(t, text, "Launch \uFFFD service 2 50.00 19 % 100.00", "Thanks \uFFFD", "Total 119.00 EUR")
+	documenttest.RequireLines(t, text, "Launch \uFFFD service 2 units 50.00 19 % 100.00", "Thanks \uFFFD", "Total 119.00 EUR")
 
 	cn := b.credit(t, id, map[string]any{"reason": "Scrubbed 🚀 launch", "lines": []any{map[string]any{"position": 0, "quantity": 1}}})
 	r = pb.h.Do(t, http.MethodGet, "/v1/credit-notes/"+cn.ID.String()+"/pdf", pb.clerk, nil)
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 	text = documenttest.Text(t, r.Body)
 	seen(text)
-	documenttest.RequireLines(t, text, "Launch \uFFFD service 1 50.00 19 % 50.00", "Reason: Scrubbed \uFFFD launch")
+	documenttest.RequireLines(t, text, "Launch \uFFFD service 1 unit 50.00 19 % 50.00")
+	require.Contains(t, text, "\nReason\nScrubbed \uFFFD launch\n")
 }

@@ -19,8 +19,8 @@ var rebranded = seller.Details{LegalName: "Polarlicht AG",
 	Address: party.Address{Lines: []string{"Seestrasse 1"}, Postcode: "8002", City: "Zürich"}, TaxNumber: "CHE-123.456.789"}
 
 const (
-	sellerBlock    = "Nordlicht Consulting GmbH\nHauptstraße 5\n10115 Berlin\nTax ID: DE123456789\n"
-	rebrandedBlock = "Polarlicht AG\nSeestrasse 1\n8002 Zürich\nTax ID: CHE-123.456.789\n"
+	sellerBlock    = "Nordlicht Consulting GmbH\nHauptstraße 5\n10115 Berlin\nGermany\nVAT ID: DE123456789\n"
+	rebrandedBlock = "Polarlicht AG\nSeestrasse 1\n8002 Zürich\nTax number: CHE-123.456.789\n"
 )
 
 // get answers path as token on h, requiring status.

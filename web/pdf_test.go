@@ -62,10 +62,10 @@ func TestApprovalPageLinksToTheDraftsPDF(t *testing.T) {
 	require.Equal(t, "no-store", p.header.Get("Cache-Control"))
 	text := documenttest.Text(t, []byte(p.body))
 	require.Contains(t, text, "Nordlicht GmbH\nHauptstraße 5\n10115 Berlin\n")
-	require.Contains(t, text, "\nBill to\nGlobex GmbH\nap@globex.example\n")
+	require.Contains(t, text, "\nBill to\nGlobex GmbH\nMarktplatz 1\n80331 München\nGermany\nEmail: ap@globex.example\n")
 	documenttest.RequireLines(t, text, "DRAFT — a preview as it will be issued; its number, issue date and seller are fixed on issue.",
-		"Consulting, November 3 120.00 19 % 360.00", "Reference books 1 25.50 7 % 25.50",
-		"Subtotal 385.50 EUR", "Tax 70.18 EUR", "Total 455.68 EUR")
+		"Consulting, November 3 units 120.00 19 % 360.00", "Reference books 1 unit 25.50 7 % 25.50",
+		"Subtotal 385.50 EUR", "VAT 70.18 EUR", "Total 455.68 EUR")
 
 	_, err := ag.call(context.Background(), "update-draft-invoice", map[string]any{"invoice_id": invoiceID, "memo": "changed after the request"})
 	require.NoError(t, err)
@@ -99,7 +99,8 @@ func TestInvoicePDFPageWithoutSellerSaysHowToSetOne(t *testing.T) {
 
 // The invoice page, the approval page and the PDF show a line's quantity
 // and tax rate the same way, grouped as amounts are: 1234 is "1,234" on
-// each.
+// each. The PDF names the unit after the quantity, and in a zero-rated
+// line's VAT column its category, Z, whose 0 % its VAT breakdown shows.
 func TestInvoicePageAndPDFShowQuantitiesAlike(t *testing.T) {
 	t.Parallel()
 	b := setupSeller(t)
@@ -137,17 +138,18 @@ func TestInvoicePageAndPDFShowQuantitiesAlike(t *testing.T) {
 	require.Equal(t, http.StatusOK, pdf.status)
 	text := documenttest.Text(t, []byte(pdf.body))
 	for _, l := range []struct {
-		quantity                      int64
-		desc, qty, unit, rate, amount string
+		quantity                                        int64
+		desc, qty, unit, rate, pdfUnit, pdfRate, amount string
 	}{
-		{7, "Hours", "7", "1.00", "8.25 %", "7.00"},
-		{1234, "Bolts", "1,234", "0.05", "19 %", "61.70"},
-		{1234567, "Rivets", "1,234,567", "0.01", "0 %", "12,345.67"},
+		{7, "Hours", "7", "1.00", "8.25 %", "units", "8.25 %", "7.00"},
+		{1234, "Bolts", "1,234", "0.05", "19 %", "units", "19 %", "61.70"},
+		{1234567, "Rivets", "1,234,567", "0.01", "0 %", "units", "Z", "12,345.67"},
 	} {
 		require.Equal(t, l.qty, document.Quantity(quantity.Quantity(l.quantity)*quantity.One))
 		row := "<tr><td>" + l.desc + `</td><td class="num">` + l.qty + `</td><td class="num">` + l.unit + `</td><td class="num">` + l.rate + "<br>"
 		require.Contains(t, page.body, row)
 		require.Contains(t, request.body, row)
-		documenttest.RequireLines(t, text, l.desc+" "+l.qty+" "+l.unit+" "+l.rate+" "+l.amount)
+		documenttest.RequireLines(t, text, l.desc+" "+l.qty+" "+l.pdfUnit+" "+l.unit+" "+l.pdfRate+" "+l.amount)
 	}
+	documenttest.RequireLines(t, text, "Z Zero rated 0 % 12,345.67 0.00")
 }

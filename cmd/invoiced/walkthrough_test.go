@@ -168,9 +168,12 @@ func TestReadmeWalkthroughIssuesAnInvoice(t *testing.T) {
 	// The PDFs it saved read back as the walkthrough says.
 	pdf, err := os.ReadFile(filepath.Join(mr.dir, cn))
 	require.NoError(t, err)
-	documenttest.RequireLines(t, documenttest.Text(t, pdf), "Example Seller", "Example Street 1", "10115 Berlin", "Credit note",
-		"Number "+strings.TrimSuffix(cn, ".pdf"),
-		"Consulting 1 120.00 19 % 120.00", "Total 142.80 EUR", "Reason: One hour not worked")
+	text := documenttest.Text(t, pdf)
+	documenttest.RequireLines(t, text, "Example Seller", "Example Street 1", "10115 Berlin", "Credit note",
+		"Number "+strings.TrimSuffix(cn, ".pdf"), "Corrects invoice "+strings.TrimSuffix(inv, ".pdf"),
+		"Consulting 1 unit 120.00 19 % 120.00", "Total 142.80 EUR")
+	require.Contains(t, text, "\nBill to\nAcme GmbH\nMarktplatz 1\n80331 München\nGermany\n", "the customer the walkthrough created, with its address")
+	require.Contains(t, text, "\nReason\nOne hour not worked\n")
 	pdf, err = os.ReadFile(filepath.Join(mr.dir, inv))
 	require.NoError(t, err)
 	documenttest.RequireLines(t, documenttest.Text(t, pdf), "Credit notes "+strings.TrimSuffix(cn, ".pdf"),
