@@ -60,7 +60,8 @@ type readinessCase struct {
 	seller   *seller.Details // nil: invoicetest.DefaultSeller
 	customer map[string]any  // nil: client(nil)
 	// draft is the body of POST /v1/invoices but its customer; nil: the
-	// factory's draft of one S line, due yesterday.
+	// factory's draft of one S line, due two days ago (in the past in
+	// whatever time zone the service's clock reads).
 	draft       map[string]any
 	field, code string
 }
@@ -91,8 +92,8 @@ func (b readinessBundle) arrange(t *testing.T, tc readinessCase) string {
 	var c invoices.Customer
 	r.JSON(t, &c)
 	if tc.draft == nil {
-		yesterday := invoices.Date{Time: time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -1)}
-		return invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &c.ID, DueDate: &yesterday}).ID.String()
+		past := invoices.Date{Time: time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -2)}
+		return invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &c.ID, DueDate: &past}).ID.String()
 	}
 	draft := maps.Clone(tc.draft)
 	draft["customer_id"] = c.ID
