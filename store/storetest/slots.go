@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -21,18 +20,11 @@ import (
 type slots struct {
 	files []*os.File // one open file per slot, opened once per process
 
-	// A waiter in any process holds a shared lock on the waiting file, so
-	// that a process with idle connections can tell it should close them.
-	waitFile, checkFile *os.File
-
 	mu      sync.Mutex
 	held    []bool // slots this process holds: flock cannot tell, as one open file may lock twice
 	closed  bool
 	freed   chan struct{} // closed (and replaced) when this process frees a slot
 	waiting int           // this process's waiters
-
-	checkedAt  atomic.Int64 // unix nanoseconds of the last look at the waiting file
-	sawWaiting atomic.Bool
 }
 
 func openSlots(dir string, n int) (*slots, error) {
@@ -44,9 +36,6 @@ func openSlots(dir string, n int) (*slots, error) {
 	}
 	s := &slots{held: make([]bool, n), freed: make(chan struct{})}
 	var err error
-	if s.waitFile, err = open("waiting"); err == nil {
-		s.checkFile, err = open("waiting")
-	}
 	for i := 0; i < n && err == nil; i++ {
 		var f *os.File
 		if f, err = open(fmt.Sprintf("slot-%03d", i)); err == nil {
@@ -65,10 +54,8 @@ func openSlots(dir string, n int) (*slots, error) {
 func (s *slots) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, f := range append(s.files, s.waitFile, s.checkFile) {
-		if f != nil {
-			f.Close()
-		}
+	for _, f := range s.files {
+		f.Close()
 	}
 	s.closed = true
 }
@@ -154,12 +141,6 @@ func (s *slots) setWaiting(d int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.waiting += d
-	switch {
-	case d > 0 && s.waiting == 1:
-		_ = syscall.Flock(int(s.waitFile.Fd()), syscall.LOCK_SH)
-	case d < 0 && s.waiting == 0:
-		_ = syscall.Flock(int(s.waitFile.Fd()), syscall.LOCK_UN)
-	}
 }
 
 // waiters counts this process's waiters, for tests.
@@ -167,30 +148,6 @@ func (s *slots) waiters() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.waiting
-}
-
-// wanted reports whether a process waits for a slot. Pools ask on every
-// release of a connection, so the answer is kept for 10 ms: a busy pool
-// asks the kernel at most 100 times a second.
-func (s *slots) wanted() bool {
-	now := time.Now().UnixNano()
-	if now-s.checkedAt.Load() < int64(10*time.Millisecond) {
-		return s.sawWaiting.Load()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	w := s.waiting > 0
-	if !w && !s.closed {
-		fd := int(s.checkFile.Fd())
-		if syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) == nil {
-			_ = syscall.Flock(fd, syscall.LOCK_UN)
-		} else {
-			w = true
-		}
-	}
-	s.sawWaiting.Store(w)
-	s.checkedAt.Store(now)
-	return w
 }
 
 // inUse counts the slots held by any process, for messages.

@@ -415,9 +415,6 @@ func bounded(cfg *pgxpool.Config) *proxy {
 		return nil
 	}
 	cfg.ConnConfig.DialFunc = p.dial
-	// While a connection waits for a slot, close what is released instead
-	// of keeping it idle.
-	cfg.AfterRelease = func(*pgx.Conn) bool { return !p.b.conns.wanted() }
 	return p
 }
 
