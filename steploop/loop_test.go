@@ -99,6 +99,7 @@ func TestChatToolErrorsAreTypedAndSafe(t *testing.T) {
 	}
 	require.Len(t, tools, 3)
 	require.Contains(t, tools[0], `"VALIDATION_FAILED"`)
+	require.Contains(t, tools[0], `"errors":[{"field":"key","message":"is required"},{"field":"nope","message":"is not a known field"}]`, "each refused field, as the API names it")
 	require.Contains(t, tools[1], `"INTERNAL"`)
 	require.Contains(t, tools[2], `"UNKNOWN_CAPABILITY"`)
 }

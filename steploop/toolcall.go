@@ -329,8 +329,20 @@ func approvalTarget(pe *problem.Error, call capability.Call) any {
 func (t *turn) toolError(p *Part, err error) {
 	code, msg := t.errorFor(p, err)
 	p.State, p.ErrorText, p.Output = StateOutputError, msg, nil
-	p.ModelResult = mustJSON(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	p.ModelResult = mustJSON(map[string]any{"error": modelError(code, msg, err)})
 	t.out.send(chunk{"type": "tool-output-error", "toolCallId": p.ToolCallID, "errorText": msg})
+}
+
+// modelError is what the model reads of a failed call: its code and
+// message, and a refusal's fields each with its own code where it has
+// them (INVOICE_INCOMPLETE's missing facts), so that the model can ask
+// for each.
+func modelError(code, msg string, err error) map[string]any {
+	out := map[string]any{"code": code, "message": msg}
+	if pe, ok := problem.As(err); ok && pe.Status < 500 && len(pe.Errors) > 0 {
+		out["errors"] = pe.Errors
+	}
+	return out
 }
 
 // inputError records a call whose arguments cannot be used (not a JSON
