@@ -435,9 +435,9 @@ func splice(a, b net.Conn) {
 // dial is the DialFunc of the pools storetest opens on its proxy's URLs
 // (and of the pools and listeners made from their configs): the server
 // connection is opened as the proxy opens one (a slot, 53300 waited
-// out), and the client gets it without the proxy in between, so that a
-// query costs no copying through it: ~100 µs a round trip on a busy
-// 2-core machine, 55 µs direct.
+// out), and the client gets it without the proxy in between: a SELECT 1
+// through the proxy measured 161 µs a round trip against 55 µs direct, on
+// a busy 2-core machine.
 func (p *proxy) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	c := &directConn{p: p, ctx: ctx}
 	c.cond = sync.NewCond(&c.mu)
