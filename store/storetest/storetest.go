@@ -357,6 +357,18 @@ func URL(t testing.TB) string {
 	return connProxy(t).url(createDatabase(t, template(t)))
 }
 
+// URLOf returns the URL of database name, which the code under test
+// creates (as `make run` does), through the proxy: its connections count
+// against the bound, and the test holds a room as for a database of its
+// own. Dropping it is the test's.
+func URLOf(t testing.TB, name string) string {
+	t.Helper()
+	p := connProxy(t)
+	p.b.enterRoom(t)
+	t.Cleanup(p.b.owns(name))
+	return p.url(name)
+}
+
 // EmptyURL returns the URL of a new database with no schema at all, for
 // tests of migration itself.
 func EmptyURL(t testing.TB) string {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -102,5 +103,42 @@ func TestSweepKeepsTemplatesInUse(t *testing.T) {
 	}
 	if !exists(keep) {
 		t.Fatal("the current template was swept")
+	}
+}
+
+// TestURLOfNamesADatabaseTheCodeCreates: a test whose code creates its
+// database (make run) gets its URL through the proxy, before it exists.
+func TestURLOfNamesADatabaseTheCodeCreates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name := randomName("invoiced_test_urlof_")
+	url := URLOf(t, name)
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprintf("%s:%d", cfg.Host, cfg.Port), connProxy(t).ln.Addr().String(); got != want {
+		t.Fatalf("URLOf names %s, not the proxy at %s", got, want)
+	}
+	admin, err := pgx.Connect(ctx, adminURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = drop(context.Background(), adminURL(t), name) })
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var db string
+	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	if db != name {
+		t.Fatalf("connected to %q, not %q", db, name)
 	}
 }
