@@ -40,8 +40,8 @@ const roomConns = 10
 // minFree is what the rooms leave of the bound at least, and what the
 // connections to tests' own databases may never take: the transactions of
 // Tx (one per running test), the clones and drops, and the template's
-// build, across the test binaries running at once. A test waiting for a
-// clone behind another's busy pools would wait out its room.
+// build, across the test binaries running at once. Without them a test
+// holding a room could wait for its clone behind other tests' busy pools.
 const minFree = 4
 
 // bound is how the connections of the tests are shared. Each connection
