@@ -44,7 +44,9 @@ func makeRun(t *testing.T) *madeRun {
 	require.NoError(t, err)
 	server := storetest.ServerURL(t)
 	name := fmt.Sprintf("invoiced_makerun_%d", time.Now().UnixNano())
-	dbURL := storetest.WithDatabase(server, name)
+	// Through the tests' connection bound, as every other database's
+	// (docs/testing.md): make run's server holds its pools for the test.
+	dbURL := storetest.URLOf(t, name)
 	t.Cleanup(func() {
 		conn, err := pgx.Connect(context.Background(), server)
 		if err == nil {
