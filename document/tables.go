@@ -300,17 +300,22 @@ func (r *renderer) paymentDetails() {
 	p.Ln(4)
 }
 
-// terms is the payment terms' sentence for days net: "Payable within 14
-// days", "Zahlbar innerhalb von 1 Tag", "Payable à réception" for 0.
-func (r *renderer) terms(days int) string {
+// terms is the payment terms' sentence for days net.
+func (r *renderer) terms(days int) string { return r.lang.Terms(days) }
+
+// Terms is the payment terms' sentence for days net in l: "Payable
+// within 14 days", "Zahlbar innerhalb von 1 Tag", "Payable à réception"
+// for 0. The PDF prints it and an e-invoice states it (EN 16931 BT-20).
+func (l Language) Terms(days int) string {
+	t := l.locale().text
 	if days == 0 {
-		return r.t.termsNow
+		return t.termsNow
 	}
-	format := r.t.termsDays
-	if q, err := quantity.Whole(int64(days)); err == nil && !q.Plural(string(r.lang)) {
-		format = r.t.termsDay
+	format := t.termsDays
+	if q, err := quantity.Whole(int64(days)); err == nil && !q.Plural(string(l)) {
+		format = t.termsDay
 	}
-	return fmt.Sprintf(format, r.lang.locale().printer.Sprint(number.Decimal(days)))
+	return fmt.Sprintf(format, l.locale().printer.Sprint(number.Decimal(days)))
 }
 
 func (r *renderer) paymentTable() {
