@@ -251,8 +251,8 @@ type Invoice struct {
 	// none was set (the customer's or the seller's when the draft has none).
 	PaymentTermsDays *int   `json:"payment_terms_days"`
 	PurchaseOrder    string `json:"purchase_order"`
-	// BuyerReference is what the buyer asks invoices to quote; empty takes
-	// the customer's.
+	// BuyerReference is what the buyer asks invoices to quote; a draft's
+	// empty one takes the customer's, frozen when it is issued.
 	BuyerReference string `json:"buyer_reference"`
 	// Readiness is, for a draft read alone (get-invoice), what keeps it
 	// from being issued; nil otherwise.

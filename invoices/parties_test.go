@@ -51,6 +51,7 @@ func TestBuyerAndTermsAreFrozenAtIssue(t *testing.T) {
 	require.Equal(t, today.AddDate(0, 0, 14).Format(time.DateOnly), issued.DueDate.String(), "issue date + the customer's 14 days")
 	require.Equal(t, 14, *issued.PaymentTermsDays)
 	require.Equal(t, "PO-4711", issued.PurchaseOrder)
+	require.Equal(t, "04011000-12345-67", issued.BuyerReference, "the draft named none: the customer's, frozen")
 	require.Equal(t, invoices.BillTo{Name: "Nordlicht GmbH", Address: c.Address, VATID: c.VATID, Language: "de"}, *issued.BillTo)
 
 	// Changing the customer later changes nothing issued.
@@ -60,4 +61,9 @@ func TestBuyerAndTermsAreFrozenAtIssue(t *testing.T) {
 	var again invoices.Invoice
 	r.JSON(t, &again)
 	require.Equal(t, *issued.BillTo, *again.BillTo)
+	r = b.h.Do(t, http.MethodPatch, "/v1/customers/"+c.ID.String(), b.clerk, map[string]any{"buyer_reference": "991-00000-00"})
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	r = b.h.Do(t, http.MethodGet, "/v1/invoices/"+id, b.clerk, nil)
+	r.JSON(t, &again)
+	require.Equal(t, "04011000-12345-67", again.BuyerReference)
 }

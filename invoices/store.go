@@ -405,9 +405,9 @@ func InvoiceVoidTx(ctx context.Context, tx pgx.Tx, inv *Invoice, at time.Time) (
 // InvoiceIssueTx takes the next number of the (prefix, year of at) series
 // and issues the draft inv with it, in ONE statement: the counter row is
 // created or bumped and the invoice updated together, freezing whom it
-// bills and the seller (none while none is set) as they are now, and,
-// without a due date, giving it from issueDate by the payment terms (the
-// draft's, the customer's or the seller's). inv is locked by the
+// bills, the buyer's reference and the seller (none while none is set)
+// as they are now, and, without a due date, giving it from issueDate by
+// the payment terms (the draft's, the customer's or the seller's). inv is locked by the
 // caller with its lines (InvoiceLockTx), so its lines are the issued
 // invoice's. Call it as the last write before COMMIT: the counter row lock
 // serialises every issuer of the series until this transaction ends, and
@@ -426,6 +426,9 @@ func InvoiceIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, prefix string,
 			bill_to = jsonb_build_object('name', c.name, 'email', c.email, 'address', c.address, 'vat_id', c.vat_id,
 				'tax_number', c.tax_number, 'language', c.language),
 			seller = (SELECT `+sellerFrozen+` FROM seller),
+			-- The reference the invoice quotes is fixed with it: the
+			-- draft's own, else the customer's as it is now.
+			buyer_reference = CASE WHEN invoices.buyer_reference = '' THEN c.buyer_reference ELSE invoices.buyer_reference END,
 			-- Without a due date, the terms (the draft's, else the
 			-- customer's, else the seller's) give it from the issue date.
 			payment_terms_days = CASE WHEN invoices.due_date IS NULL
