@@ -82,9 +82,10 @@ func (s *chatStory) answer(req fakeopenai.Request) fakeopenai.Reply {
 	case strings.Contains(user, "Draft an invoice") && step == 0:
 		// 900.00 + 74.25 tax, 120.00 + 9.90 tax, 85.50 untaxed: 1,105.50 +
 		// 84.15 tax = 1,189.65 USD.
-		r := call(invoices.CapCreateDraft, `{"customer_id":"`+s.customerID+`","lines":[`+
-			`{"description":"Support, December","quantity":2,"unit_amount":45000,"tax_rate_bps":825},`+
-			`{"description":"Hosting, December","quantity":1,"unit_amount":12000,"tax_rate_bps":825},`+
+		r := call(invoices.CapCreateDraft, `{"customer_id":"`+s.customerID+`",`+
+			`"service_period":{"start":"2026-12-01","end":"2026-12-31"},"payment_terms_days":30,"lines":[`+
+			`{"description":"Support, December","quantity":"2","unit":"HUR","unit_amount":45000,"tax_rate_bps":825},`+
+			`{"description":"Hosting, December","quantity":1,"unit":"MON","unit_amount":12000,"vat_category":"S","tax_rate_bps":825},`+
 			`{"description":"Travel","quantity":1,"unit_amount":8550,"tax_rate_bps":0}]}`)
 		r.ArgChunk, r.ArgDelay = 16, 100*time.Millisecond
 		return r

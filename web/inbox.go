@@ -17,9 +17,11 @@ import (
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/page"
+	"github.com/invoiced/invoiced/party"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/quantity"
 	"github.com/invoiced/invoiced/server"
+	"github.com/invoiced/invoiced/vat"
 	"github.com/labstack/echo/v4"
 )
 
@@ -165,30 +167,65 @@ type snapshotView struct {
 	Series     string  `json:"series"`
 	CustomerID string  `json:"customer_id"`
 	Customer   struct {
-		ID    string `json:"id"`
-		Name  string `json:"name"`
-		Email string `json:"email"`
+		ID             string        `json:"id"`
+		Name           string        `json:"name"`
+		Email          string        `json:"email"`
+		Address        party.Address `json:"address"`
+		VATID          party.VATID   `json:"vat_id"`
+		TaxNumber      string        `json:"tax_number"`
+		BuyerReference string        `json:"buyer_reference"`
+		PaymentTerms   *int          `json:"payment_terms_days"`
 	} `json:"customer"`
 	Currency string `json:"currency"`
 	DueDate  string `json:"due_date"`
 	Memo     string `json:"memo"`
-	Lines    []struct {
-		Description string            `json:"description"`
-		Quantity    quantity.Quantity `json:"quantity"`
-		UnitAmount  int64             `json:"unit_amount"`
-		TaxRateBPS  int64             `json:"tax_rate_bps"`
-		Amount      int64             `json:"amount"`
-		TaxAmount   int64             `json:"tax_amount"`
+	// The facts of the legal invoice an approver checks before it is
+	// issued: when it was supplied, its terms and references.
+	SupplyDate       string           `json:"supply_date"`
+	ServicePeriod    *invoices.Period `json:"service_period"`
+	PaymentTermsDays *int             `json:"payment_terms_days"`
+	PurchaseOrder    string           `json:"purchase_order"`
+	BuyerReference   string           `json:"buyer_reference"`
+	Lines            []struct {
+		Description     string            `json:"description"`
+		Quantity        quantity.Quantity `json:"quantity"`
+		Unit            string            `json:"unit"`
+		UnitAmount      int64             `json:"unit_amount"`
+		VATCategory     vat.Category      `json:"vat_category"`
+		TaxRateBPS      int64             `json:"tax_rate_bps"`
+		ExemptionReason string            `json:"exemption_reason"`
+		Amount          int64             `json:"amount"`
+		TaxAmount       int64             `json:"tax_amount"`
 	} `json:"lines"`
-	Subtotal       int64 `json:"subtotal"`
-	TaxTotal       int64 `json:"tax_total"`
-	Total          int64 `json:"total"`
-	AmountPaid     int64 `json:"amount_paid"`
-	AmountCredited int64 `json:"amount_credited"`
-	BalanceDue     int64 `json:"balance_due"`
-	Version        int64 `json:"version"`
+	VATBreakdown   []invoices.VATGroup `json:"vat_breakdown"`
+	Subtotal       int64               `json:"subtotal"`
+	TaxTotal       int64               `json:"tax_total"`
+	Total          int64               `json:"total"`
+	AmountPaid     int64               `json:"amount_paid"`
+	AmountCredited int64               `json:"amount_credited"`
+	BalanceDue     int64               `json:"balance_due"`
+	Version        int64               `json:"version"`
 	// CreditNote is, for issue-credit-note, what it would credit.
 	CreditNote *invoices.CreditPreview `json:"credit_note"`
+}
+
+// Terms is the payment terms in days net the invoice will be issued with
+// when it names no due date: its own, else its customer's; nil when the
+// seller's apply.
+func (s *snapshotView) Terms() *int {
+	if s.PaymentTermsDays != nil {
+		return s.PaymentTermsDays
+	}
+	return s.Customer.PaymentTerms
+}
+
+// Reference is the buyer reference the invoice will quote: its own, else
+// its customer's.
+func (s *snapshotView) Reference() string {
+	if s.BuyerReference != "" {
+		return s.BuyerReference
+	}
+	return s.Customer.BuyerReference
 }
 
 type approvalView struct {

@@ -138,18 +138,64 @@ func TestInvoicePageAndPDFShowQuantitiesAlike(t *testing.T) {
 	require.Equal(t, http.StatusOK, pdf.status)
 	text := documenttest.Text(t, []byte(pdf.body))
 	for _, l := range []struct {
-		quantity                                        int64
-		desc, qty, unit, rate, pdfUnit, pdfRate, amount string
+		quantity                                                  int64
+		desc, qty, unit, rate, category, pdfUnit, pdfRate, amount string
 	}{
-		{7, "Hours", "7", "1.00", "8.25 %", "units", "8.25 %", "7.00"},
-		{1234, "Bolts", "1,234", "0.05", "19 %", "units", "19 %", "61.70"},
-		{1234567, "Rivets", "1,234,567", "0.01", "0 %", "units", "Z", "12,345.67"},
+		{7, "Hours", "7", "1.00", "8.25 %", "Standard rated", "units", "8.25 %", "7.00"},
+		{1234, "Bolts", "1,234", "0.05", "19 %", "Standard rated", "units", "19 %", "61.70"},
+		{1234567, "Rivets", "1,234,567", "0.01", "0 %", "Zero rated", "units", "Z", "12,345.67"},
 	} {
 		require.Equal(t, l.qty, document.Quantity(quantity.Quantity(l.quantity)*quantity.One))
-		row := "<tr><td>" + l.desc + `</td><td class="num">` + l.qty + `</td><td class="num">` + l.unit + `</td><td class="num">` + l.rate + "<br>"
+		row := "<tr><td>" + l.desc + `</td><td class="num">` + l.qty + `<br><span class="muted small">` + l.pdfUnit + `</span></td><td class="num">` +
+			l.unit + `</td><td class="num">` + l.rate + "<br>"
 		require.Contains(t, page.body, row)
 		require.Contains(t, request.body, row)
+		require.Contains(t, request.body, `<span class="muted small">`+l.category+`</span></td><td class="num">`+l.amount+`</td>`)
 		documenttest.RequireLines(t, text, l.desc+" "+l.qty+" "+l.pdfUnit+" "+l.unit+" "+l.pdfRate+" "+l.amount)
 	}
 	documenttest.RequireLines(t, text, "Z Zero rated 0 % 12,345.67 0.00")
+}
+
+// An approver decides on what the invoice will say: the buyer's address
+// and VAT id, the service period, the terms that will give its due date,
+// the buyer's reference, each line's unit and VAT category, and the VAT
+// breakdown with its exemption wording — the facts readiness requires.
+func TestApprovalPageShowsTheLegalFacts(t *testing.T) {
+	t.Parallel()
+	b := setupSeller(t)
+	b.user(t, "alice", identity.RoleApprover)
+	clerk := b.user(t, "carl", identity.RoleClerk)
+	ag := b.agent(clerk, "c")
+	ctx := context.Background()
+	out, err := ag.call(ctx, "create-customer", map[string]any{"name": "Lumière SARL", "email": "ap@lumiere.example", "currency": "EUR",
+		"vat_id": "FR40303265045", "payment_terms_days": 21, "buyer_reference": "BR-77",
+		"address": map[string]any{"lines": []string{"12 rue de la Paix"}, "postcode": "75002", "city": "Paris", "country": "FR"}})
+	require.NoError(t, err)
+	out, err = ag.call(ctx, "create-draft-invoice", map[string]any{"customer_id": out.(*invoices.Customer).ID.String(),
+		"service_period": map[string]any{"start": "2026-11-01", "end": "2026-11-30"},
+		"lines": []map[string]any{
+			{"description": "Beratung", "quantity": "7.5", "unit": "HUR", "unit_amount": 12000, "vat_category": "AE", "tax_rate_bps": 0},
+		}})
+	require.NoError(t, err)
+	_, err = ag.call(ctx, "issue-invoice", map[string]any{"invoice_id": out.(*invoices.Invoice).ID.String()})
+	pe, ok := problem.As(err)
+	require.True(t, ok, "want APPROVAL_REQUIRED, got %v", err)
+	require.Equal(t, approvals.CodeApprovalRequired, pe.Code, pe.Detail)
+
+	approver := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, approver.signIn("alice", testPassword).status)
+	page := approver.do(http.MethodGet, "/approvals/"+pe.Extra["approval_id"].(string), nil)
+	require.Equal(t, http.StatusOK, page.status)
+	for _, want := range []string{
+		`id="customer-address">12 rue de la Paix, 75002 Paris, France<`,
+		`id="customer-vat-id">VAT ID FR40303265045<`,
+		`id="service-period">2026-11-01 to 2026-11-30<`,
+		`id="due">21 days after issue<`,
+		`id="buyer-reference">BR-77<`,
+		`<td class="num">7.5<br><span class="muted small">hours</span></td>`,
+		`<span class="muted small">Reverse charge</span>`,
+		`VAT Reverse charge 0 % on 900.00`,
+	} {
+		require.Contains(t, page.body, want)
+	}
 }

@@ -11,12 +11,15 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/money"
+	"github.com/invoiced/invoiced/party"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/vat"
 	"github.com/labstack/echo/v4"
 )
 
@@ -65,6 +68,12 @@ var funcs = template.FuncMap{
 	// (PDF) shows them: "1,234", "8.25 %".
 	"qty": document.Quantity,
 	"bps": document.Percent,
+	// unit names a line's unit for its quantity ("hours" for HUR 7.5),
+	// vatcat a VAT category ("Reverse charge"), address a party's address
+	// on one line with its country's name, as the inbox is in English.
+	"unit":    document.English.Unit,
+	"vatcat":  func(c vat.Category) string { return c.Name("en") },
+	"address": oneLineAddress,
 	"dict": func(kv ...any) (map[string]any, error) {
 		if len(kv)%2 != 0 {
 			return nil, fmt.Errorf("dict: odd number of arguments")
@@ -203,4 +212,19 @@ func until(t time.Time) string {
 		return fmt.Sprintf("in %d h", int(d.Hours()))
 	}
 	return fmt.Sprintf("in %d d", int(d.Hours()/24))
+}
+
+// oneLineAddress is a on one line: "Hauptstraße 5, 10115 Berlin, Germany".
+func oneLineAddress(a party.Address) string {
+	parts := slices.Clone(a.Lines)
+	if place := strings.TrimSpace(a.Postcode + " " + a.City); place != "" {
+		parts = append(parts, place)
+	}
+	if a.Subdivision != "" {
+		parts = append(parts, a.Subdivision)
+	}
+	if a.Country != "" {
+		parts = append(parts, document.English.Country(a.Country))
+	}
+	return strings.Join(parts, ", ")
 }

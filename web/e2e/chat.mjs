@@ -270,13 +270,15 @@ try {
   const asked = await confirm.innerText();
   assert.match(asked, /^The assistant asks to draft an invoice:/);
   assert.match(asked, /Customer\s+Globex Corporation/, "the customer by name, not id");
+  assert.match(asked, /Service period\s+1–31 Dec 2026/, "the period as a period");
+  assert.match(asked, /Payment terms\s+30 days/);
   // Before Approve: the lines, their tax and the total, priced as the
   // server will price them.
   const rows = await confirm.locator("table tr").evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((c) => c.innerText.trim())));
   assert.deepEqual(rows, [
     ["Description", "Qty", "Unit", "Tax", "Amount"],
-    ["Support, December", "2", "450.00", "8.25 %", "900.00"],
-    ["Hosting, December", "1", "120.00", "8.25 %", "120.00"],
+    ["Support, December", "2 HUR", "450.00", "8.25 %", "900.00"],
+    ["Hosting, December", "1 MON", "120.00", "8.25 % S", "120.00"],
     ["Travel", "1", "85.50", "0 %", "85.50"],
     ["Subtotal", "1,105.50"],
     ["Tax", "84.15"],

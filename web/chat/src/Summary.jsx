@@ -70,9 +70,15 @@ function Lines({ lines, currency }) {
           {lines.map((l, i) => (
             <tr key={i}>
               <td>{l && l.description}</td>
-              <td className="num">{quantity(l?.quantity)}</td>
+              <td className="num">
+                {quantity(l?.quantity)}
+                {l && typeof l.unit === 'string' && l.unit ? ` ${l.unit}` : ''}
+              </td>
               <td className="num">{l && Number.isInteger(l.unit_amount) && currency ? grouped(l.unit_amount, currency) : ''}</td>
-              <td className="num">{l && Number.isInteger(l.tax_rate_bps) ? rate(l.tax_rate_bps) : ''}</td>
+              <td className="num">
+                {l && Number.isInteger(l.tax_rate_bps) ? rate(l.tax_rate_bps) : ''}
+                {l && typeof l.vat_category === 'string' && l.vat_category ? ` ${l.vat_category}` : ''}
+              </td>
               <td className="num">{p ? cell(p.lines[i].amount) : ''}</td>
             </tr>
           ))}
@@ -109,7 +115,46 @@ const labels = {
   status: 'Status',
   number: 'Number',
   reason: 'Reason',
+  address: 'Address',
+  vat_id: 'VAT ID',
+  tax_number: 'Tax number',
+  language: 'Language',
+  supply_date: 'Supplied on',
+  service_period: 'Service period',
+  payment_terms_days: 'Payment terms',
+  purchase_order: 'Purchase order',
+  buyer_reference: 'Buyer reference',
 };
+
+const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+// period is a service period as short as it stays exact, to fit a
+// phone's line: "1–31 Dec 2026", "15 Nov – 14 Dec 2026"; dates that are
+// not YYYY-MM-DD as they came.
+function period(start, end) {
+  const day = /^(\d{4})-(\d{2})-(\d{2})$/;
+  const a = day.exec(start);
+  const b = day.exec(end);
+  if (!a || !b) return `${start} to ${end}`;
+  const [, y1, m1, d1] = a;
+  const [, y2, m2, d2] = b;
+  const date = (d, m) => `${Number(d)} ${months[Number(m) - 1]}`;
+  if (y1 !== y2) return `${date(d1, m1)} ${y1} – ${date(d2, m2)} ${y2}`;
+  if (m1 !== m2) return `${date(d1, m1)} – ${date(d2, m2)} ${y1}`;
+  return `${Number(d1)}–${date(d2, m2)} ${y1}`;
+}
+
+// plain is a structured input value as a sentence: an address on one
+// line, a period from–to, terms in days; anything else as JSON.
+function plain(k, v) {
+  if (k === 'address' && v && typeof v === 'object') {
+    const place = [v.postcode, v.city].filter(Boolean).join(' ');
+    return [...(Array.isArray(v.lines) ? v.lines : []), place, v.subdivision, v.country].filter(Boolean).join(', ');
+  }
+  if (k === 'service_period' && v && typeof v === 'object') return period(v.start, v.end);
+  if (k === 'payment_terms_days' && Number.isInteger(v)) return `${v} days`;
+  return JSON.stringify(v);
+}
 
 export function InputSummary({ input }) {
   const customerPath = input && typeof input.customer_id === 'string' && uuid.test(input.customer_id) ? `/v1/customers/${input.customer_id}` : null;
@@ -132,7 +177,7 @@ export function InputSummary({ input }) {
                 ) : typeof v === 'string' ? (
                   v
                 ) : (
-                  JSON.stringify(v)
+                  plain(k, v)
                 )}
               </dd>
             </div>
