@@ -99,13 +99,28 @@ type Line struct {
 	TaxAmount       int64
 }
 
-// Payment is money received against the document (negative for one
-// reversed), on a calendar date; Label is printed as it is.
+// Payment is money received against the document, on a calendar date,
+// or the reversal of such a payment (negative, on the day it was
+// reversed). The document names its method in its own language, then its
+// Reference as it is; a reversal's Reference is the reason given.
 type Payment struct {
-	Date   time.Time
-	Label  string
-	Amount int64
+	Date      time.Time
+	Method    PaymentMethod
+	Reference string
+	Reversal  bool
+	Amount    int64
 }
+
+// PaymentMethod is how a payment was made; a method the document has no
+// word for (other, or none) is left out and the reference names it.
+type PaymentMethod string
+
+// The payment methods a document names.
+const (
+	BankTransfer PaymentMethod = "bank_transfer"
+	Card         PaymentMethod = "card"
+	Cash         PaymentMethod = "cash"
+)
 
 // Document is one document as it is rendered. Amounts are int64 minor
 // units of Currency; dates are calendar dates (their time of day and zone

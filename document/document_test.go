@@ -130,20 +130,41 @@ func TestVoidIsMarkedVoidAndOwesNothing(t *testing.T) {
 }
 
 // What was credited and paid shows under the totals, each payment in its
-// own table, then what is still owed.
+// own table with its method in the document's language and its
+// reference, a reversed one again with its reason, then what is still
+// owed.
 func TestPaymentsAndCreditsShowBeforeTheBalance(t *testing.T) {
 	t.Parallel()
-	d := invoice("Łódź")
-	d.Credited = 25950
-	d.Payments = []document.Payment{
-		{Date: time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC), Label: "Bank transfer, ref 4711", Amount: 1000000},
-		{Date: time.Date(2026, 12, 9, 0, 0, 0, 0, time.UTC), Label: "Card", Amount: 200000},
+	payments := []document.Payment{
+		{Date: time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC), Method: document.BankTransfer, Reference: "ref 4711", Amount: 1000000},
+		{Date: time.Date(2026, 12, 9, 0, 0, 0, 0, time.UTC), Method: document.Card, Amount: 200000},
+		{Date: time.Date(2026, 12, 9, 0, 0, 0, 0, time.UTC), Method: "other", Reference: "Paid in full", Amount: 100},
+		{Date: time.Date(2026, 12, 10, 0, 0, 0, 0, time.UTC), Reversal: true, Reference: "bounced", Amount: -100},
+		{Date: time.Date(2026, 12, 11, 0, 0, 0, 0, time.UTC), Method: document.Cash, Amount: 0},
 	}
-	balance := d.Total - d.Credited - d.Paid()
-	d.Balance = &balance
-	text := documenttest.Text(t, render(t, d))
-	documenttest.RequireLines(t, text, "Credited 259.50 USD", "Paid 12,000.00 USD", "Balance due 5,028.00 USD",
-		"Date Payment Amount", "5 December 2026 Bank transfer, ref 4711 10,000.00 USD", "9 December 2026 Card 2,000.00 USD")
+	for _, c := range []struct {
+		lang  document.Language
+		lines []string
+	}{
+		{document.English, []string{"Credited 259.50 USD", "Paid 12,000.00 USD", "Balance due 5,028.00 USD", "Date Payment Amount",
+			"5 December 2026 Bank transfer · ref 4711 10,000.00 USD", "9 December 2026 Card 2,000.00 USD",
+			"9 December 2026 Paid in full 1.00 USD", "10 December 2026 Reversed: bounced -1.00 USD", "11 December 2026 Cash 0.00 USD"}},
+		{document.German, []string{"Datum Zahlung Betrag", "5. Dezember 2026 Überweisung · ref 4711 10.000,00 USD",
+			"9. Dezember 2026 Kartenzahlung 2.000,00 USD", "10. Dezember 2026 Rückbuchung: bounced -1,00 USD", "11. Dezember 2026 Barzahlung 0,00 USD"}},
+		{document.French, []string{"5 décembre 2026 Virement · ref 4711 10 000,00 USD", "9 décembre 2026 Carte bancaire 2 000,00 USD",
+			"10 décembre 2026 Annulation : bounced -1,00 USD", "11 décembre 2026 Espèces 0,00 USD"}},
+	} {
+		t.Run(string(c.lang), func(t *testing.T) {
+			t.Parallel()
+			d := invoice("Łódź")
+			d.Language = c.lang
+			d.Credited = 25950
+			d.Payments = payments
+			balance := d.Total - d.Credited - d.Paid()
+			d.Balance = &balance
+			documenttest.RequireLines(t, documenttest.Text(t, render(t, d)), c.lines...)
+		})
+	}
 }
 
 // A long invoice continues on further pages, the column titles on each,
@@ -221,8 +242,8 @@ func TestTextOutsideTheBMPDrawsAsReplacement(t *testing.T) {
 		{"number", func(d *document.Document) { d.Number = "INV-🚀-1" }, []string{"Number INV-\uFFFD-1", "Invoice INV-\uFFFD-1 · page 1/1"}},
 		{"purchase order", func(d *document.Document) { d.PurchaseOrder = "PO 🚀 7" }, []string{"Purchase order PO \uFFFD 7"}},
 		{"payment", func(d *document.Document) {
-			d.Payments = []document.Payment{{Date: issued, Label: "Card 💳", Amount: 100}}
-		}, []string{"30 November 2026 Card \uFFFD 1.00 USD"}},
+			d.Payments = []document.Payment{{Date: issued, Method: document.Card, Reference: "💳", Amount: 100}}
+		}, []string{"30 November 2026 Card · \uFFFD 1.00 USD"}},
 		{"sequences", func(d *document.Document) {
 			d.BillTo.Name = "Family 👨‍👩‍👧, thumbs 👍🏽, heart ❤️, soft\u00adhyphen"
 		}, []string{"Family \uFFFD\uFFFD\uFFFD, thumbs \uFFFD\uFFFD, heart ❤, softhyphen"}},

@@ -37,6 +37,9 @@ type labels struct {
 	accountHolder, iban, bic      string
 
 	payments, date, paymentColumn, amount string
+	// bankTransfer, card and cash name a payment's method; reversed heads
+	// the row of a payment taken back.
+	bankTransfer, card, cash, reversed string
 	note, reason                          string
 }
 
@@ -74,6 +77,7 @@ var texts = map[Language]*labels{
 		accountHolder: "Account holder", iban: "IBAN", bic: "BIC",
 
 		payments: "Payments", date: "Date", paymentColumn: "Payment", amount: "Amount",
+		bankTransfer: "Bank transfer", card: "Card", cash: "Cash", reversed: "Reversed",
 		note: "Note", reason: "Reason",
 	},
 	German: {
@@ -105,6 +109,7 @@ var texts = map[Language]*labels{
 		accountHolder: "Kontoinhaber", iban: "IBAN", bic: "BIC",
 
 		payments: "Zahlungen", date: "Datum", paymentColumn: "Zahlung", amount: "Betrag",
+		bankTransfer: "Überweisung", card: "Kartenzahlung", cash: "Barzahlung", reversed: "Rückbuchung",
 		note: "Hinweis", reason: "Grund",
 	},
 	French: {
@@ -136,6 +141,7 @@ var texts = map[Language]*labels{
 		accountHolder: "Titulaire du compte", iban: "IBAN", bic: "BIC",
 
 		payments: "Paiements", date: "Date", paymentColumn: "Paiement", amount: "Montant",
+		bankTransfer: "Virement", card: "Carte bancaire", cash: "Espèces", reversed: "Annulation",
 		note: "Remarque", reason: "Motif",
 	},
 }

@@ -402,7 +402,7 @@ func (d *Document) printable() *Document {
 	}
 	c.Payments = slices.Clone(d.Payments)
 	for i := range c.Payments {
-		c.Payments[i].Label = multiLine(c.Payments[i].Label)
+		c.Payments[i].Reference = multiLine(c.Payments[i].Reference)
 	}
 	return &c
 }

@@ -326,9 +326,29 @@ func (r *renderer) paymentTable() {
 	cols := columns(paymentWidths, "LLR", t.date, t.paymentColumn, t.amount)
 	r.section(t.payments, cols)
 	for _, pm := range r.d.Payments {
-		r.row(cols, r.lang.Date(pm.Date), oneLine(pm.Label), r.lang.Money(pm.Amount, r.d.Currency))
+		r.row(cols, r.lang.Date(pm.Date), oneLine(r.paymentLabel(pm)), r.lang.Money(pm.Amount, r.d.Currency))
 	}
 	r.pdf.Ln(4)
+}
+
+// paymentLabel names pm in the document's language: "Überweisung ·
+// RF-2211", the reference alone for a method it has no word for,
+// "Rückbuchung: <reason>" for a reversal.
+func (r *renderer) paymentLabel(pm Payment) string {
+	t := r.t
+	if pm.Reversal {
+		return t.reversed + t.colon + pm.Reference
+	}
+	name := map[PaymentMethod]string{BankTransfer: t.bankTransfer, Card: t.card, Cash: t.cash}[pm.Method]
+	switch {
+	case name == "" && pm.Reference == "":
+		return t.payment
+	case name == "":
+		return pm.Reference
+	case pm.Reference != "":
+		return name + " · " + pm.Reference
+	}
+	return name
 }
 
 // text draws a titled text (the memo, a credit note's reason) when there

@@ -196,28 +196,15 @@ func Document(inv *Invoice, customer *Customer, seller *Seller, set Settlement) 
 	return d
 }
 
-// methodLabels name the payment methods on a document; a payment by
-// another method is named by its reference ("Paid in full" for
-// mark-paid's), or "Payment".
-var methodLabels = map[Method]string{MethodBankTransfer: "Bank transfer", MethodCard: "Card", MethodCash: "Cash"}
-
 // paymentRows lists payments as received, and each reversed one again,
-// negative, on the day it was reversed.
+// negative, on the day it was reversed; the document names their methods
+// in its language.
 func paymentRows(ps []*Payment) []document.Payment {
 	var rows []document.Payment
 	for _, p := range ps {
-		label := methodLabels[p.Method]
-		switch {
-		case label == "" && p.Reference == "":
-			label = "Payment"
-		case label == "":
-			label = p.Reference
-		case p.Reference != "":
-			label += " · " + p.Reference
-		}
-		rows = append(rows, document.Payment{Date: p.ReceivedOn.Time, Label: label, Amount: p.Amount})
+		rows = append(rows, document.Payment{Date: p.ReceivedOn.Time, Method: document.PaymentMethod(p.Method), Reference: p.Reference, Amount: p.Amount})
 		if p.ReversedAt != nil {
-			rows = append(rows, document.Payment{Date: civil(*p.ReversedAt), Label: "Reversed: " + deref(p.ReversalReason), Amount: -p.Amount})
+			rows = append(rows, document.Payment{Date: civil(*p.ReversedAt), Reversal: true, Reference: deref(p.ReversalReason), Amount: -p.Amount})
 		}
 	}
 	return rows
