@@ -129,7 +129,7 @@ func (s *Service) Issue(ctx context.Context, call capability.Call) (any, error) 
 	return s.mutate(ctx, call, in.InvoiceID, ActionIssue, func(ctx context.Context, tx pgx.Tx, inv *Invoice) (*Invoice, error) {
 		now := s.clock()
 		// Before the gate: no approver is asked for what cannot be issued.
-		c, sel, err := customerAndSellerGet(ctx, tx, inv.CustomerID)
+		c, sel, err := customerAndSellerShareTx(ctx, tx, inv.CustomerID)
 		if err != nil {
 			return nil, err
 		}

@@ -1,12 +1,16 @@
 package invoices_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -66,4 +70,40 @@ func TestBuyerAndTermsAreFrozenAtIssue(t *testing.T) {
 	r = b.h.Do(t, http.MethodGet, "/v1/invoices/"+id, b.clerk, nil)
 	r.JSON(t, &again)
 	require.Equal(t, "04011000-12345-67", again.BuyerReference)
+}
+
+// Issuing judges readiness on the customer and the seller and then
+// freezes them, in one transaction that holds both rows: a change of
+// either that is in flight is waited for, and the issue judges what it
+// committed — here a customer whose address is being removed is no
+// longer one an invoice can be issued to, though the draft was approved.
+func TestIssueWaitsForAChangeOfWhomItBillsAndJudgesTheResult(t *testing.T) {
+	t.Parallel()
+	b := setupHTTP(t)
+	ctx := context.Background()
+	d := invoicetest.Draft(ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
+	id := d.ID.String()
+	p := requireProblem(t, b.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/issue", b.clerk, nil), http.StatusForbidden, approvals.CodeApprovalRequired)
+	b.approve(t, p["approval_id"].(string))
+
+	change, err := b.h.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = change.Rollback(ctx) }()
+	_, err = change.Exec(ctx, `UPDATE customers SET address = '{"lines": [], "postcode": "", "city": "", "subdivision": "", "country": ""}' WHERE id = $1`, b.customer.ID)
+	require.NoError(t, err)
+
+	done := make(chan *apptest.Response, 1)
+	go func() { done <- b.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/issue", b.clerk, nil) }()
+	select {
+	case r := <-done:
+		t.Fatalf("the issue did not wait for the customer's change in flight: %d %s", r.StatusCode, r.Body)
+	case <-time.After(500 * time.Millisecond):
+	}
+	require.NoError(t, change.Commit(ctx))
+	r := <-done
+	p = requireProblem(t, r, http.StatusUnprocessableEntity, invoices.CodeInvoiceIncomplete)
+	require.Contains(t, fmt.Sprint(p["errors"]), "customer.address")
+	var status string
+	require.NoError(t, b.h.Pool.QueryRow(ctx, `SELECT status FROM invoices WHERE id = $1`, d.ID).Scan(&status))
+	require.Equal(t, "draft", status)
 }

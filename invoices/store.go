@@ -76,11 +76,25 @@ func CustomerGetByID(ctx context.Context, db store.Executor, id uuid.UUID) (*Cus
 // customerAndSellerGet returns customer id and the seller (nil while
 // none is set) in one round trip: what a draft's readiness reads.
 func customerAndSellerGet(ctx context.Context, db store.Executor, id uuid.UUID) (*Customer, *Seller, error) {
+	return customerAndSeller(ctx, db, `SELECT `+customerColumns+`, (SELECT `+sellerFrozen+` FROM seller) FROM customers WHERE id = $1`, id)
+}
+
+// customerAndSellerShareTx is customerAndSellerGet with both rows locked
+// FOR SHARE until tx ends: issuing judges readiness on them and then
+// freezes them in InvoiceIssueTx, so neither may change in between (a
+// seller or customer change waits for the issue, or the issue for it,
+// and reads what it committed).
+func customerAndSellerShareTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*Customer, *Seller, error) {
+	return customerAndSeller(ctx, tx, `SELECT `+customerColumns+`, (SELECT `+sellerFrozen+` FROM seller FOR SHARE)
+		FROM customers WHERE id = $1 FOR SHARE`, id)
+}
+
+func customerAndSeller(ctx context.Context, db store.Executor, query string, id uuid.UUID) (*Customer, *Seller, error) {
 	var (
 		c Customer
 		s *Seller
 	)
-	err := db.QueryRow(ctx, `SELECT `+customerColumns+`, (SELECT `+sellerFrozen+` FROM seller) FROM customers WHERE id = $1`, id).Scan(
+	err := db.QueryRow(ctx, query, id).Scan(
 		&c.ID, &c.Name, &c.Email, &c.Currency, &c.Address, &c.VATID, &c.TaxNumber, &c.BuyerReference, &c.Language,
 		&c.PaymentTermsDays, &c.Version, &c.CreatedAt, &c.UpdatedAt, &s)
 	if err != nil {
