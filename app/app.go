@@ -16,6 +16,7 @@ import (
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/mcp"
 	"github.com/invoiced/invoiced/notify"
+	"github.com/invoiced/invoiced/oauth"
 	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/seller"
 	"github.com/invoiced/invoiced/steploop"
@@ -61,6 +62,8 @@ type Config struct {
 	Webhooks webhooks.Config
 	// MCP tunes the /mcp endpoint; a zero Heartbeat takes EventsHeartbeat.
 	MCP mcp.Options
+	// OAuth configures the authorization server of /mcp (ADR-0023).
+	OAuth oauth.Config
 	// Chat bounds chat runs and conversations (INVOICED_CHAT_*); zero
 	// fields take steploop's defaults.
 	Chat steploop.Limits
@@ -93,6 +96,7 @@ type App struct {
 	sellers  *seller.Service
 	chat     *steploop.Service
 	mcp      *mcp.Service
+	oauth    *oauth.Service
 }
 
 // New builds services and handlers over pool.
@@ -132,7 +136,8 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 		webCfg = *cfg.Web
 	}
 	webCfg.SecureCookies = webCfg.SecureCookies || cfg.SecureCookies
-	wh, err := web.New(pool, webCfg, log, web.Deps{Approvals: a.approvalSvc, NumberPrefix: cfg.Invoices.NumberPrefix})
+	a.oauth = oauth.NewService(pool, cfg.OAuth)
+	wh, err := web.New(pool, webCfg, log, web.Deps{Approvals: a.approvalSvc, NumberPrefix: cfg.Invoices.NumberPrefix, OAuth: a.oauth})
 	if err != nil {
 		a.Close()
 		return nil, err

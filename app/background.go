@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"github.com/invoiced/invoiced/oauth"
 	"log/slog"
 	"time"
 
@@ -90,6 +91,10 @@ func (a *App) startBackground(ctx context.Context, cfg Config, ctl *confirm.Cont
 			}},
 			{Name: "web-sessions", Every: housekeepingInterval, Run: func(ctx context.Context) error {
 				_, err := web.SessionSweep(ctx, a.pool, sessionIdle)
+				return err
+			}},
+			{Name: "oauth", Every: housekeepingInterval, Run: func(ctx context.Context) error {
+				_, err := oauth.Sweep(ctx, a.pool)
 				return err
 			}},
 		},

@@ -12,9 +12,11 @@ import (
 	"github.com/invoiced/invoiced/idempotency"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/oauth"
 	"github.com/invoiced/invoiced/openapi"
 	"github.com/invoiced/invoiced/seller"
 	"github.com/invoiced/invoiced/steploop"
+	"github.com/invoiced/invoiced/web"
 	"github.com/invoiced/invoiced/webhooks"
 	"github.com/labstack/echo/v4"
 )
@@ -42,6 +44,7 @@ func (a *App) Routes(e *echo.Echo) {
 	a.sellerRoutes(v1)
 	a.approvalRoutes(e, v1)
 	a.webhookRoutes(v1)
+	a.oauthRoutes(e)
 	a.mcpRoutes(e)
 	a.chatRoutes(e, v1)
 	a.inboxRoutes(e)
@@ -138,14 +141,35 @@ func (a *App) webhookRoutes(v1 *echo.Group) {
 	v1.POST("/webhook-deliveries/:id/redeliver", wh.Redeliver)
 }
 
+// oauthRoutes mounts the authorization server of /mcp and the resource's
+// metadata (ADR-0023): public, outside /v1; its consent page is the
+// inbox's (inboxRoutes).
+func (a *App) oauthRoutes(e *echo.Echo) {
+	o := a.oauthHandler()
+	get(e, "/.well-known/oauth-protected-resource", o.ResourceMetadata)
+	get(e, "/.well-known/oauth-protected-resource/mcp", o.ResourceMetadata)
+	get(e, "/.well-known/oauth-authorization-server", o.ServerMetadata)
+	e.POST("/oauth/register", o.Register)
+	e.GET("/oauth/authorize", o.Authorize)
+	e.POST("/oauth/token", o.Token)
+	e.POST("/oauth/revoke", o.Revoke)
+}
+
+func (a *App) oauthHandler() *oauth.Handler {
+	return &oauth.Handler{Svc: a.oauth, ConsentPath: web.ConsentPath}
+}
+
 // mcpRoutes mounts MCP (ADR-0015): JSON-RPC over Streamable HTTP, outside
-// /v1 and REST. Bearer tokens only (nil: no inbox cookie, so no CSRF);
+// /v1 and REST. Bearer tokens only (nil: no inbox cookie, so no CSRF):
+// API tokens and the OAuth access tokens issued for it, whose 401 says
+// where to get one (Challenge);
 // approvers get a server without tools; its GET is a stream, without
 // HEAD. Sessions close when shutdown begins, so their open streams do not
 // hold it; every write to a client has a deadline (BoundWrites).
 func (a *App) mcpRoutes(e *echo.Echo) {
 	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp",
-		echo.WrapHandler(a.mcp.Handler()), identity.Authenticate(a.pool, nil, nil), a.mcp.RecheckStreams, a.mcp.BoundWrites)
+		echo.WrapHandler(a.mcp.Handler()), a.oauthHandler().Challenge, identity.Authenticate(a.pool, nil, nil, a.oauth.Scheme()),
+		a.mcp.RecheckStreams, a.mcp.BoundWrites)
 	e.Server.RegisterOnShutdown(a.mcp.Shutdown)
 }
 
@@ -187,6 +211,8 @@ func (a *App) inboxRoutes(e *echo.Echo) {
 	get(e, "/invoices/:id/pdf", w.Page(w.InvoicePDF), sec)
 	get(e, "/chat", w.Page(w.Chat), sec)
 	get(e, "/chat/:id", w.Page(w.Chat), sec)
+	get(e, web.ConsentPath+":id", w.Page(w.Consent), sec)
+	e.POST(web.ConsentPath+":id", w.Page(w.ConsentDecide), sec)
 }
 
 // router is where routes are mounted: the server, or its /v1 group.

@@ -67,6 +67,11 @@ type Token struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
 	RevokedAt  *time.Time `json:"revoked_at"`
+	// OAuthClient is, for an OAuth grant (ADR-0023), its client's id;
+	// its access and refresh tokens die with it.
+	OAuthClient *string `json:"oauth_client"`
+	// Scope is an OAuth grant's scope ("read" or "read write").
+	Scope *string `json:"scope"`
 }
 
 // Cursor is the token's position in the list's keyset order.

@@ -24,7 +24,7 @@ type recheckKey struct{}
 // token's hash and the roles the route admits until the handler's
 // statement or RequestPrincipal resolves the principal into p.
 type credential struct {
-	check func(context.Context) (*User, error)
+	check func(context.Context) (Principal, error)
 	mu    sync.Mutex
 	at    time.Time
 
@@ -105,11 +105,11 @@ func Recheck(ctx context.Context) error {
 	if !ok || !okp {
 		return problem.Unauthenticated("authentication is required")
 	}
-	u, err := c.check(ctx)
+	now, err := c.check(ctx)
 	if err != nil {
 		return err
 	}
-	if u.Principal() != p {
+	if now != p {
 		return problem.Unauthenticated("the user's account changed: authenticate again")
 	}
 	c.mu.Lock()
@@ -127,18 +127,29 @@ func Recheck(ctx context.Context) error {
 // Caller; RequestPrincipal resolves the token for any other code.
 type DeferBearer func(c echo.Context) bool
 
+// BearerScheme authenticates bearer tokens of another issuer than the API
+// tokens': those that start with Prefix (OAuth access tokens on /mcp).
+// Check returns the principal the token acts for, or a 401 that says the
+// same whatever was wrong; it runs again for every Recheck.
+type BearerScheme struct {
+	Prefix string
+	Check  func(ctx context.Context, token string) (Principal, error)
+}
+
 // Authenticate is the middleware for /v1: a Bearer token, or (when sessions
 // is non-nil and no Authorization header is sent) the inbox session cookie.
-func Authenticate(db store.Executor, sessions SessionLookup, deferBearer DeferBearer) echo.MiddlewareFunc {
+// A route that takes tokens of other issuers names their schemes; any
+// other route refuses them as it refuses any unknown token.
+func Authenticate(db store.Executor, sessions SessionLookup, deferBearer DeferBearer, schemes ...BearerScheme) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			authz := c.Request().Header.Get(echo.HeaderAuthorization)
 			r := c.Request()
 			checkedAt := time.Now()
 			var (
-				u     *User
+				p     Principal
 				err   error
-				check func(context.Context) (*User, error)
+				check func(context.Context) (Principal, error)
 			)
 			switch {
 			case authz != "":
@@ -148,8 +159,10 @@ func Authenticate(db store.Executor, sessions SessionLookup, deferBearer DeferBe
 					err = problem.Unauthenticated("the Authorization header must be 'Bearer <token>'")
 					break
 				}
-				check = func(ctx context.Context) (*User, error) { return TokenAuthenticate(ctx, db, token) }
-				if deferBearer != nil && deferBearer(c) {
+				check = func(ctx context.Context) (Principal, error) { return principalOf(TokenAuthenticate(ctx, db, token)) }
+				if s, ok := schemeOf(schemes, token); ok {
+					check = func(ctx context.Context) (Principal, error) { return s.Check(ctx, token) }
+				} else if deferBearer != nil && deferBearer(c) {
 					if !wellFormed(token) {
 						return tokenRefused()
 					}
@@ -158,17 +171,17 @@ func Authenticate(db store.Executor, sessions SessionLookup, deferBearer DeferBe
 					c.SetRequest(r.WithContext(context.WithValue(r.Context(), recheckKey{}, cred)))
 					return next(c)
 				}
-				u, err = TokenAuthenticate(r.Context(), db, token)
+				p, err = check(r.Context())
 			case sessions != nil:
-				check = func(ctx context.Context) (*User, error) { return sessions(ctx, r, false) }
-				u, err = sessions(r.Context(), r, !opensStream(r))
+				check = func(ctx context.Context) (Principal, error) { return principalOf(sessions(ctx, r, false)) }
+				p, err = principalOf(sessions(r.Context(), r, !opensStream(r)))
 			default:
 				err = problem.Unauthenticated("authentication is required: send 'Authorization: Bearer <token>'")
 			}
 			if err != nil {
 				return err
 			}
-			ctx := context.WithValue(WithPrincipal(r.Context(), u.Principal()), recheckKey{}, &credential{check: check, at: checkedAt})
+			ctx := context.WithValue(WithPrincipal(r.Context(), p), recheckKey{}, &credential{check: check, at: checkedAt})
 			c.SetRequest(r.WithContext(ctx))
 			return next(c)
 		}
@@ -241,17 +254,16 @@ func (c *credential) resolve(ctx context.Context) (Principal, error) {
 		return Principal{}, err
 	}
 	at := time.Now()
-	u, err := c.check(ctx)
+	p, err := c.check(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err == nil && !c.admits(u.Role) {
+	if err == nil && !c.admits(p.Role) {
 		err = roleRefused()
 	}
 	if err != nil {
 		c.err = err
 		return Principal{}, err
 	}
-	p := u.Principal()
 	c.p, c.at = &p, at
 	return p, nil
 }
@@ -272,6 +284,24 @@ func (h *Handler) Me(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, u)
+}
+
+// principalOf is u's principal, for a lookup that returns a user.
+func principalOf(u *User, err error) (Principal, error) {
+	if err != nil {
+		return Principal{}, err
+	}
+	return u.Principal(), nil
+}
+
+// schemeOf returns the scheme whose prefix token has.
+func schemeOf(schemes []BearerScheme, token string) (BearerScheme, bool) {
+	for _, s := range schemes {
+		if strings.HasPrefix(token, s.Prefix) {
+			return s, true
+		}
+	}
+	return BearerScheme{}, false
 }
 
 // opensStream reports whether r asks for an event stream (EventSource

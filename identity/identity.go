@@ -69,6 +69,10 @@ type Principal struct {
 	UserID   uuid.UUID `json:"id"`
 	Username string    `json:"username"`
 	Role     Role      `json:"role"`
+	// ReadOnly is set when the credential allows reads alone whatever
+	// the role (an OAuth grant of scope read): /mcp then offers no tool
+	// that writes.
+	ReadOnly bool `json:"read_only,omitempty"`
 }
 
 // Principal returns the user as a Principal.

@@ -288,11 +288,11 @@ func CredentialsCheck(ctx context.Context, db store.Executor, username, password
 
 // ---- API tokens ----
 
-const tokenColumns = `t.id, t.user_id, t.name, t.created_at, t.last_used_at, t.revoked_at`
+const tokenColumns = `t.id, t.user_id, t.name, t.created_at, t.last_used_at, t.revoked_at, t.oauth_client_id, t.scope`
 
 func scanToken(row pgx.Row) (*Token, error) {
 	var t Token
-	if err := row.Scan(&t.ID, &t.UserID, &t.Name, &t.CreatedAt, &t.LastUsedAt, &t.RevokedAt); err != nil {
+	if err := row.Scan(&t.ID, &t.UserID, &t.Name, &t.CreatedAt, &t.LastUsedAt, &t.RevokedAt, &t.OAuthClient, &t.Scope); err != nil {
 		return nil, err
 	}
 	t.CreatedAt = t.CreatedAt.UTC()

@@ -26,17 +26,22 @@ type caller struct {
 const callerKey = "invoiced.caller"
 
 // verify turns the principal identity.Authenticate found for this request
-// into the SDK's TokenInfo. The UserID binds a session to its user and
-// role: a request with another token, or after a role change, on the same
-// session is refused with 403, so an approver never inherits a clerk's
-// tools.
+// into the SDK's TokenInfo. The UserID binds a session to its user, role
+// and whether the credential is read-only: a request with another token,
+// or after a role change, on the same session is refused with 403, so an
+// approver never inherits a clerk's tools, nor a read-only grant a
+// writer's session.
 func verify(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 	p, ok := identity.FromContext(r.Context())
 	if !ok {
 		return nil, auth.ErrInvalidToken
 	}
+	user := p.UserID.String() + "/" + string(p.Role)
+	if p.ReadOnly {
+		user += "/read"
+	}
 	return &auth.TokenInfo{
-		UserID: p.UserID.String() + "/" + string(p.Role),
+		UserID: user,
 		Extra:  map[string]any{callerKey: caller{Principal: p, reqCtx: r.Context()}},
 	}, nil
 }

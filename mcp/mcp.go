@@ -76,10 +76,12 @@ type Service struct {
 	wait     *confirm.Controller
 	twoPhase *confirm.Controller
 	// writers serves clerks and admins (tools, resources, prompts);
-	// readers serves approvers, who get no tools (DESIGN.md §7).
-	writers, readers *gomcp.Server
-	handler          http.Handler
-	subs             *subscriptions
+	// readers serves approvers, who get no tools (DESIGN.md §7);
+	// lookers serves clerks and admins whose credential allows reads
+	// alone (an OAuth grant of scope read): read tools only.
+	writers, readers, lookers *gomcp.Server
+	handler                   http.Handler
+	subs                      *subscriptions
 
 	stopping context.Context
 	stop     context.CancelFunc
@@ -113,8 +115,9 @@ func New(cfg Config) (*Service, error) {
 	if s.twoPhase, err = confirm.NewController(confirm.Config{Registry: cfg.Confirmations, Mode: confirm.ModeTwoPhase, TTL: cfg.ConfirmTTL}); err != nil {
 		return nil, err
 	}
-	s.writers = s.newServer(true)
-	s.readers = s.newServer(false)
+	s.writers = s.newServer(func(capability.Risk) bool { return true })
+	s.readers = s.newServer(nil)
+	s.lookers = s.newServer(func(r capability.Risk) bool { return r == capability.RiskRead })
 	s.handler = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(
 		gomcp.NewStreamableHTTPHandler(s.serverFor, &gomcp.StreamableHTTPOptions{
 			SessionTimeout: cfg.SessionTimeout,
@@ -136,9 +139,11 @@ func New(cfg Config) (*Service, error) {
 // (ADR-0015).
 var handshakeVersions = slices.DeleteFunc(gomcp.SupportedProtocolVersions(), func(v string) bool { return v >= "2026-07-28" })
 
-func (s *Service) newServer(tools bool) *gomcp.Server {
+// newServer builds a server offering the tools whose risk offer admits
+// (nil: no tools).
+func (s *Service) newServer(offer func(capability.Risk) bool) *gomcp.Server {
 	caps := &gomcp.ServerCapabilities{Resources: &gomcp.ResourceCapabilities{}, Prompts: &gomcp.PromptCapabilities{}}
-	if tools {
+	if offer != nil {
 		caps.Tools = &gomcp.ToolCapabilities{}
 	}
 	srv := gomcp.NewServer(&gomcp.Implementation{Name: "invoiced", Title: "invoiced back office"}, &gomcp.ServerOptions{
@@ -152,8 +157,8 @@ func (s *Service) newServer(tools bool) *gomcp.Server {
 	})
 	srv.AddReceivingMiddleware(s.recoverer)
 	srv.AddSendingMiddleware(s.queueUpdates)
-	if tools {
-		s.addTools(srv)
+	if offer != nil {
+		s.addTools(srv, offer)
 	}
 	s.addResources(srv)
 	addPrompts(srv)
@@ -173,8 +178,12 @@ func private(_ context.Context, _ gomcp.Request, c *gomcp.Cacheable) { c.CacheSc
 // serverFor picks the server of a new session by the request's principal
 // (set by identity.Authenticate on this HTTP request).
 func (s *Service) serverFor(r *http.Request) *gomcp.Server {
-	if p, ok := identity.FromContext(r.Context()); ok && p.Role == identity.RoleApprover {
+	p, _ := identity.FromContext(r.Context())
+	switch {
+	case p.Role == identity.RoleApprover:
 		return s.readers
+	case p.ReadOnly:
+		return s.lookers
 	}
 	return s.writers
 }
@@ -187,7 +196,7 @@ func (s *Service) Handler() http.Handler { return s.handler }
 // server's shutdown; clients then see 404 and re-initialize elsewhere.
 func (s *Service) Shutdown() {
 	s.stop()
-	for _, srv := range []*gomcp.Server{s.writers, s.readers} {
+	for _, srv := range []*gomcp.Server{s.writers, s.readers, s.lookers} {
 		for ss := range srv.Sessions() {
 			_ = ss.Close()
 		}

@@ -67,7 +67,13 @@ func TestUnauthenticatedIs401(t *testing.T) {
 			resp.Body.Close()
 			require.Equal(t, http.StatusUnauthorized, resp.StatusCode, name+" "+method)
 			require.Equal(t, server.ProblemContentType, resp.Header.Get("Content-Type"), name)
-			require.Equal(t, `Bearer realm="invoiced"`, resp.Header.Get("WWW-Authenticate"), name)
+			// Where to get a token (RFC 9728 §5.1); invalid_token when one
+			// was sent (RFC 6750 §3.1), so a client starts its OAuth flow.
+			want := `Bearer resource_metadata="` + b.h.URL + `/.well-known/oauth-protected-resource/mcp", scope="read write"`
+			if authz != "" {
+				want += `, error="invalid_token", error_description="the access token is missing, expired or revoked"`
+			}
+			require.Equal(t, want, resp.Header.Get("WWW-Authenticate"), name)
 		}
 	}
 }

@@ -10,10 +10,13 @@ import (
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// addTools offers every capability as a tool: same name, description and
-// schemas, hints from its risk class.
-func (s *Service) addTools(srv *gomcp.Server) {
+// addTools offers each capability whose risk offer admits as a tool:
+// same name, description and schemas, hints from its risk class.
+func (s *Service) addTools(srv *gomcp.Server, offer func(capability.Risk) bool) {
 	for _, d := range s.cfg.Registry.Descriptors() {
+		if !offer(d.Risk) {
+			continue
+		}
 		s.risks[d.Name] = d.Risk
 		t := &gomcp.Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema, Annotations: annotations(d)}
 		if len(d.OutputSchema) > 0 {

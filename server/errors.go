@@ -50,7 +50,9 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		if p.Status >= 500 {
 			log.Error("request failed", "request_id", reqID, "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 		}
-		if p.Status == http.StatusUnauthorized {
+		if p.Status == http.StatusUnauthorized && c.Response().Header().Get("WWW-Authenticate") == "" {
+			// A route that says more (/mcp: where its OAuth metadata
+			// is) has set its own.
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="invoiced"`)
 		}
 		SetRetryAfter(c, p)

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"github.com/invoiced/invoiced/oauth"
 	"net/http"
 	"slices"
 	"strconv"
@@ -34,6 +35,9 @@ type Deps struct {
 	// (empty means invoices.DefaultNumberPrefix); the request page shows it
 	// for drafts, which have no number yet.
 	NumberPrefix string
+	// OAuth is the authorization server whose requests the consent page
+	// decides.
+	OAuth *oauth.Service
 }
 
 // recentDecisions is how many decided requests the inbox shows under the

@@ -121,6 +121,9 @@ func loadConfig(e env) (config, error) {
 	if c.App.Notify, err = notifySettings(e); err != nil {
 		return c, err
 	}
+	// Tokens of the OAuth server are issued by, and for, the address
+	// clients reach; without the setting each request's host says it.
+	c.App.OAuth.PublicURL = e.get("INVOICED_PUBLIC_URL", "")
 	if c.App.Webhooks, err = webhookSettings(e); err != nil {
 		return c, err
 	}

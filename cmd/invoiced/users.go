@@ -338,7 +338,7 @@ func cmdTokensCreate(ctx context.Context, e env, args []string, stdout, stderr i
 }
 
 func cmdTokensList(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
-	fs := flagSet("tokens list NAME", "List a user's API tokens, newest first, revoked ones too (never the token itself).", stderr)
+	fs := flagSet("tokens list NAME", "List a user's API tokens and OAuth grants, newest first, revoked ones too (never the token itself).", stderr)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -361,9 +361,15 @@ func cmdTokensList(ctx context.Context, e env, args []string, stdout, stderr io.
 			return t.Format(time.RFC3339)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tCREATED\tLAST USED\tREVOKED")
+		// An OAuth grant (ADR-0023) is listed and revoked as a token;
+		// KIND says which it is and what it may do.
+		fmt.Fprintln(tw, "ID\tNAME\tKIND\tCREATED\tLAST USED\tREVOKED")
 		for _, t := range list.Data {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.CreatedAt.Format(time.RFC3339), stamp(t.LastUsedAt), stamp(t.RevokedAt))
+			kind := "api token"
+			if t.Scope != nil {
+				kind = "oauth " + strings.ReplaceAll(*t.Scope, " ", "+")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, kind, t.CreatedAt.Format(time.RFC3339), stamp(t.LastUsedAt), stamp(t.RevokedAt))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
