@@ -138,6 +138,15 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/approvals/{}/conversation", idApproval},
 	{"GET", "/v1/seller", idNone},
 	{"PUT", "/v1/seller", idNone},
+	{"GET", "/.well-known/oauth-protected-resource", idNone},
+	{"GET", "/.well-known/oauth-protected-resource/mcp", idNone},
+	{"GET", "/.well-known/oauth-authorization-server", idNone},
+	{"POST", "/oauth/register", idNone},
+	{"GET", "/oauth/authorize", idNone},
+	{"GET", "/oauth/consent/{}", idNone},
+	{"POST", "/oauth/consent/{}", idNone},
+	{"POST", "/oauth/token", idNone},
+	{"POST", "/oauth/revoke", idNone},
 }
 
 // fuzzInput is one fuzzed request.

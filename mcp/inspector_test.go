@@ -73,4 +73,8 @@ func TestInspectorListsToolsResourcesAndPrompts(t *testing.T) {
 
 	_, code, stderr = inspect("not-a-token", "tools/list")
 	require.Equal(t, 3, code, "a refused token is the inspector's auth failure: %s", stderr)
+	// It reports the token refused, not an OAuth flow to start, though
+	// the 401 names this server's OAuth metadata (ADR-0023).
+	require.Contains(t, stderr, `"code":"auth_required"`)
+	require.Contains(t, stderr, "the bearer token is not valid")
 }
