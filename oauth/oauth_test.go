@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/oauth"
 	"github.com/invoiced/invoiced/store/storetest"
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -159,7 +161,7 @@ func (b *bundle) consent(t *testing.T, f *flow, username string, decide url.Valu
 	require.Equal(t, consentPath, br.signIn(username, consentPath))
 	page := br.get(consentPath)
 	require.Equal(t, http.StatusOK, page.status, page.body)
-	require.Contains(t, page.body, "Test Agent")
+	require.Contains(t, page.body, "Agent")
 	require.Contains(t, page.body, "127.0.0.1:7777")
 	require.Contains(t, page.header.Get("Content-Security-Policy"), "form-action 'self' http://127.0.0.1:7777")
 	decide.Set("csrf_token", csrf(t, page.body))
@@ -500,4 +502,40 @@ func TestSingleUse(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, mcpRequest(t, b.h.URL, next.AccessToken).status)
 	status, _ = b.token(t, b.refresh(next.RefreshToken))
 	require.Equal(t, http.StatusBadRequest, status)
+}
+
+// A client known by its metadata document (the 2025-11-25 specification's
+// preferred way): its https URL is its client_id; the server fetches the
+// document, and a document naming another client_id is no client.
+func TestClientMetadataDocument(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	docs := httptest.NewTLSServer(mux)
+	t.Cleanup(docs.Close)
+	id := docs.URL + "/client.json"
+	mux.HandleFunc("/client.json", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"client_id": "`+id+`", "client_name": "Doc Agent", "redirect_uris": ["`+redirect+`"], "token_endpoint_auth_method": "none"}`)
+	})
+	mux.HandleFunc("/liar.json", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"client_id": "https://elsewhere.example/c.json", "client_name": "Liar", "redirect_uris": ["`+redirect+`"]}`)
+	})
+	h := apptest.New(t, apptest.Options{Config: app.Config{OAuth: oauth.Config{ClientDocuments: docs.Client()}}})
+	clerk, _ := h.User(t, "clerk", identity.RoleClerk)
+	require.NoError(t, identity.PasswordSet(context.Background(), h.Pool, clerk.Username, password))
+	b := &bundle{h: h, clerk: clerk, client: id}
+
+	f := b.flow()
+	a := b.consent(t, f, "clerk", url.Values{"decision": {"approve"}, "scope": {"read write"}})
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	back, err := url.Parse(a.location)
+	require.NoError(t, err)
+	status, tok := b.token(t, b.exchange(f, back.Query().Get("code")))
+	require.Equal(t, http.StatusOK, status, tok)
+	require.Contains(t, toolNames(t, h.URL, tok.AccessToken), "create-customer")
+
+	f = b.flow()
+	f.q.Set("client_id", docs.URL+"/liar.json")
+	r := b.browser(t).get("/oauth/authorize?" + f.q.Encode())
+	require.Equal(t, http.StatusUnprocessableEntity, r.status)
+	require.Contains(t, r.body, `"field":"client_id"`)
 }
