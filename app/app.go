@@ -19,6 +19,7 @@ import (
 	"github.com/invoiced/invoiced/oauth"
 	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/seller"
+	"github.com/invoiced/invoiced/sending"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
 	"github.com/invoiced/invoiced/store"
@@ -94,6 +95,7 @@ type App struct {
 	caps     *capability.Registry
 	invoices *invoices.Service
 	sellers  *seller.Service
+	sending  *sending.Service
 	chat     *steploop.Service
 	mcp      *mcp.Service
 	oauth    *oauth.Service
@@ -114,8 +116,9 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	// freezes the seller into the invoice or credit note.
 	a.invoices = invoices.NewService(pool, a.approvalGate, a.events, cfg.Invoices)
 	a.sellers = seller.NewService(pool, nil)
+	a.sending = sending.New(pool, a.events, a.events, sending.Config{Sender: cfg.Notify.Sender, Now: cfg.Invoices.Now})
 	a.caps = capability.NewRegistry()
-	for _, c := range invoices.Capabilities(a.invoices) {
+	for _, c := range append(invoices.Capabilities(a.invoices), sending.Capabilities(a.sending)...) {
 		if err := a.caps.Register(c); err != nil {
 			a.Close()
 			return nil, err

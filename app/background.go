@@ -73,7 +73,7 @@ func (a *App) startBackground(ctx context.Context, cfg Config, ctl *confirm.Cont
 	a.background, err = outbox.Start(ctx, outbox.Config{
 		DB:                rp,
 		Log:               a.log,
-		Workers:           []outbox.WorkerSet{a.notify, deliverer},
+		Workers:           []outbox.WorkerSet{a.notify, deliverer, a.sending.Workers(rp)},
 		FetchPollInterval: outbox.FetchPollFor(cfg.Webhooks.Schedule()),
 		Sweeps: []outbox.Sweep{
 			{Name: "approval-expiry", Every: approvalSweepInterval, Run: func(ctx context.Context) error {

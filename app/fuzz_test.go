@@ -18,6 +18,8 @@ import (
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/mail/mailtest"
+	"github.com/invoiced/invoiced/notify"
 	"github.com/invoiced/invoiced/openapi"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop/model"
@@ -132,6 +134,10 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/v1/invoices/{}/credit-notes", idIssued},
 	{"GET", "/v1/credit-notes/{}", idCreditNote},
 	{"GET", "/v1/credit-notes/{}/pdf", idCreditNote},
+	{"POST", "/v1/invoices/{}/send", idIssued},
+	{"GET", "/v1/invoices/{}/sendings", idIssued},
+	{"POST", "/v1/credit-notes/{}/send", idCreditNote},
+	{"GET", "/v1/credit-notes/{}/sendings", idCreditNote},
 	{"GET", "/v1/reports/receivables", idNone},
 	{"GET", "/chat", idNone},
 	{"GET", "/chat/{}", idConversation},
@@ -188,7 +194,9 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 	t.Helper()
 	sc, err := model.NewScripted(model.Script{Default: []model.ScriptStep{{Text: "I can list, draft and issue invoices."}}})
 	require.NoError(t, err)
-	h := apptest.New(t, apptest.Options{Config: app.Config{Model: sc}})
+	// Mail on, so that sending a document answers as it does in service.
+	mailer := mailtest.Start(t).Sender(t, "fuzz@invoices.example")
+	h := apptest.New(t, apptest.Options{Config: app.Config{Model: sc, Notify: notify.Config{Sender: mailer}}})
 	_, admin := h.User(t, "fz-admin", identity.RoleAdmin)
 	_, clerk := h.User(t, "fz-clerk", identity.RoleClerk)
 	_, approver := h.User(t, "fz-approver", identity.RoleApprover)
@@ -623,6 +631,10 @@ func settlementSeeds(add func(method, path string, role uint8, query, body strin
 		`{"reason":"fz","amount":-1}`, `{"reason":"","amount":1}`, `{"amount":1}`,
 	} {
 		add("POST", "/v1/invoices/{}/credit-notes", 1, "", b)
+	}
+	for _, b := range []string{`{}`, `{"to":"ap@fuzz.example"}`, `{"to":"not an address"}`, `{"to":1}`, `{"cc":"x@fuzz.example"}`} {
+		add("POST", "/v1/invoices/{}/send", 1, "", b)
+		add("POST", "/v1/credit-notes/{}/send", 1, "", b)
 	}
 	for _, b := range []string{`{"reason":"bounced"}`, `{"reason":""}`, `{}`, `{"reason":"x","extra":1}`} {
 		add("POST", "/v1/payments/{}/reverse", 1, "", b)

@@ -15,6 +15,7 @@ import (
 	"github.com/invoiced/invoiced/oauth"
 	"github.com/invoiced/invoiced/openapi"
 	"github.com/invoiced/invoiced/seller"
+	"github.com/invoiced/invoiced/sending"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/web"
 	"github.com/invoiced/invoiced/webhooks"
@@ -94,6 +95,12 @@ func (a *App) invoiceRoutes(v1 *echo.Group) {
 	get(v1, "/invoices/:id/payments", inv.PaymentList)
 	v1.POST("/payments/:id/reverse", inv.PaymentReverse)
 	get(v1, "/reports/receivables", inv.Receivables)
+
+	snd := &sending.Handler{Inv: inv}
+	v1.POST("/invoices/:id/send", snd.InvoiceSend)
+	get(v1, "/invoices/:id/sendings", snd.InvoiceSendings)
+	v1.POST("/credit-notes/:id/send", snd.CreditNoteSend)
+	get(v1, "/credit-notes/:id/sendings", snd.CreditNoteSendings)
 }
 
 // sellerRoutes mounts who issues the invoices: every signed-in user reads

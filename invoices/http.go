@@ -62,7 +62,11 @@ func body(c echo.Context, key string, id uuid.UUID) (*jsondoc.Doc, error) {
 	return doc, nil
 }
 
-func (h *Handler) run(c echo.Context, name, key, what string, status int) error {
+// Run serves a route that runs capability name on the request's body
+// with the path's {id} as member key (what names it in a 404), answering
+// status with the output; the routes of other packages over invoices and
+// credit notes (sending) use it too.
+func (h *Handler) Run(c echo.Context, name, key, what string, status int) error {
 	id, err := server.PathID(c, what)
 	if err != nil {
 		return err
@@ -86,12 +90,12 @@ func (h *Handler) run(c echo.Context, name, key, what string, status int) error 
 // (so the schema judges them), everything else as a string; an unknown
 // parameter is refused by the schema.
 func (h *Handler) list(c echo.Context, name string) error {
-	return h.listUnder(c, name, "", "")
+	return h.ListUnder(c, name, "", "")
 }
 
-// listUnder is list of what the path's {id} holds: key (its member in the
+// ListUnder is list of what the path's {id} holds: key (its member in the
 // input) is that id, unless key is "".
-func (h *Handler) listUnder(c echo.Context, name, key, what string) error {
+func (h *Handler) ListUnder(c echo.Context, name, key, what string) error {
 	in := map[string]any{}
 	if key != "" {
 		id, err := server.PathID(c, what)
@@ -189,12 +193,12 @@ func (h *Handler) CustomerList(c echo.Context) error { return h.list(c, CapListC
 
 // CustomerGet serves GET /v1/customers/{id}.
 func (h *Handler) CustomerGet(c echo.Context) error {
-	return h.run(c, CapGetCustomer, "customer_id", "customer", http.StatusOK)
+	return h.Run(c, CapGetCustomer, "customer_id", "customer", http.StatusOK)
 }
 
 // CustomerUpdate serves PATCH /v1/customers/{id}.
 func (h *Handler) CustomerUpdate(c echo.Context) error {
-	return h.run(c, CapUpdateCustomer, "customer_id", "customer", http.StatusOK)
+	return h.Run(c, CapUpdateCustomer, "customer_id", "customer", http.StatusOK)
 }
 
 // InvoiceCreate serves POST /v1/invoices (a draft).
@@ -207,32 +211,32 @@ func (h *Handler) InvoiceList(c echo.Context) error { return h.list(c, CapListIn
 
 // InvoiceGet serves GET /v1/invoices/{id}.
 func (h *Handler) InvoiceGet(c echo.Context) error {
-	return h.run(c, CapGetInvoice, "invoice_id", "invoice", http.StatusOK)
+	return h.Run(c, CapGetInvoice, "invoice_id", "invoice", http.StatusOK)
 }
 
 // InvoiceUpdate serves PATCH /v1/invoices/{id}.
 func (h *Handler) InvoiceUpdate(c echo.Context) error {
-	return h.run(c, CapUpdateDraft, "invoice_id", "invoice", http.StatusOK)
+	return h.Run(c, CapUpdateDraft, "invoice_id", "invoice", http.StatusOK)
 }
 
 // InvoiceIssue serves POST /v1/invoices/{id}/issue.
 func (h *Handler) InvoiceIssue(c echo.Context) error {
-	return h.run(c, CapIssue, "invoice_id", "invoice", http.StatusOK)
+	return h.Run(c, CapIssue, "invoice_id", "invoice", http.StatusOK)
 }
 
 // InvoiceVoid serves POST /v1/invoices/{id}/void.
 func (h *Handler) InvoiceVoid(c echo.Context) error {
-	return h.run(c, CapVoid, "invoice_id", "invoice", http.StatusOK)
+	return h.Run(c, CapVoid, "invoice_id", "invoice", http.StatusOK)
 }
 
 // InvoiceMarkPaid serves POST /v1/invoices/{id}/mark-paid.
 func (h *Handler) InvoiceMarkPaid(c echo.Context) error {
-	return h.run(c, CapMarkPaid, "invoice_id", "invoice", http.StatusOK)
+	return h.Run(c, CapMarkPaid, "invoice_id", "invoice", http.StatusOK)
 }
 
 // InvoiceDelete serves DELETE /v1/invoices/{id}: 204 on success.
 func (h *Handler) InvoiceDelete(c echo.Context) error {
-	return h.run(c, CapDelete, "invoice_id", "invoice", http.StatusNoContent)
+	return h.Run(c, CapDelete, "invoice_id", "invoice", http.StatusNoContent)
 }
 
 // CreditNoteIssue serves POST /v1/invoices/{id}/credit-notes: 201 with
@@ -243,12 +247,12 @@ func (h *Handler) CreditNoteIssue(c echo.Context) error {
 
 // CreditNoteList serves GET /v1/invoices/{id}/credit-notes.
 func (h *Handler) CreditNoteList(c echo.Context) error {
-	return h.listUnder(c, CapListCreditNotes, "invoice_id", "invoice")
+	return h.ListUnder(c, CapListCreditNotes, "invoice_id", "invoice")
 }
 
 // CreditNoteGet serves GET /v1/credit-notes/{id}.
 func (h *Handler) CreditNoteGet(c echo.Context) error {
-	return h.run(c, CapGetCreditNote, "credit_note_id", "credit note", http.StatusOK)
+	return h.Run(c, CapGetCreditNote, "credit_note_id", "credit note", http.StatusOK)
 }
 
 // PaymentRecord serves POST /v1/invoices/{id}/payments: 201 with the
@@ -260,12 +264,12 @@ func (h *Handler) PaymentRecord(c echo.Context) error {
 
 // PaymentList serves GET /v1/invoices/{id}/payments.
 func (h *Handler) PaymentList(c echo.Context) error {
-	return h.listUnder(c, CapListPayments, "invoice_id", "invoice")
+	return h.ListUnder(c, CapListPayments, "invoice_id", "invoice")
 }
 
 // PaymentReverse serves POST /v1/payments/{id}/reverse.
 func (h *Handler) PaymentReverse(c echo.Context) error {
-	return h.run(c, CapReversePayment, "payment_id", "payment", http.StatusOK)
+	return h.Run(c, CapReversePayment, "payment_id", "payment", http.StatusOK)
 }
 
 // Receivables serves GET /v1/reports/receivables.

@@ -252,6 +252,7 @@ func TestCapabilitiesList(t *testing.T) {
 		"void-invoice": "bound", "mark-invoice-paid": "bound", "issue-invoice": "consequential", "delete-invoice": "consequential",
 		"record-payment": "bound", "reverse-payment": "bound", "list-payments": "read",
 		"issue-credit-note": "consequential", "list-credit-notes": "read", "get-credit-note": "read", "receivables-report": "read",
+		"send-invoice": "bound", "send-credit-note": "bound", "list-invoice-sendings": "read", "list-credit-note-sendings": "read",
 	}, risks)
 
 	r = b.h.Do(t, http.MethodPost, "/v1/capabilities/no-such-thing/invoke", b.clerk, map[string]any{"input": map[string]any{}})

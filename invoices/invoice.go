@@ -47,6 +47,7 @@ const (
 	ActionRecordPayment  Action = "record-payment"
 	ActionReversePayment Action = "reverse-payment"
 	ActionCredit         Action = "credit"
+	ActionSend           Action = "send"
 )
 
 // CodeInvalidTransition is the 409 problem code of an action the invoice's
@@ -73,6 +74,7 @@ var transitions = map[Action]struct {
 	ActionRecordPayment:  {[]Status{StatusIssued}, ""},
 	ActionReversePayment: {[]Status{StatusIssued, StatusPaid}, ""},
 	ActionCredit:         {[]Status{StatusIssued}, ""},
+	ActionSend:           {[]Status{StatusIssued, StatusPaid}, ""},
 }
 
 // Transition returns the status action leads to from current, or a 409
@@ -108,6 +110,7 @@ var actionPhrases = map[Action]string{
 	ActionRecordPayment:  "take a payment",
 	ActionReversePayment: "have a payment reversed",
 	ActionCredit:         "be credited",
+	ActionSend:           "be mailed to its customer",
 }
 
 // Customer is someone invoices are addressed to: what an invoice must

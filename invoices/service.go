@@ -87,10 +87,10 @@ func (s *Service) BusinessToday() Date {
 	return Date{time.Date(y, m, d, 0, 0, 0, 0, time.UTC)}
 }
 
-// requireWriter refuses principals whose role may not change invoices or
+// RequireWriter refuses principals whose role may not change invoices or
 // customers (DESIGN.md §7: approvers read and decide, clerks and admins
 // write).
-func requireWriter(p identity.Principal) error {
+func RequireWriter(p identity.Principal) error {
 	if p.Role == identity.RoleClerk || p.Role == identity.RoleAdmin {
 		return nil
 	}
@@ -111,7 +111,7 @@ func decode(call capability.Call, v any) error {
 // writable starts a mutation: the caller's role first, then its input.
 func writable[T any](call capability.Call) (T, error) {
 	var in T
-	if err := requireWriter(call.Principal); err != nil {
+	if err := RequireWriter(call.Principal); err != nil {
 		return in, err
 	}
 	if err := decode(call, &in); err != nil {

@@ -4,6 +4,7 @@
 package mail
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -111,6 +112,17 @@ type Message struct {
 	// notification to the same person, so that a mail sent twice (a
 	// timeout after the server accepted it) reads as one.
 	ID string `json:"id"`
+	// ReplyTo is where answers go, when not to the From address.
+	ReplyTo string `json:"reply_to,omitempty"`
+	// Attachments follow the text and its HTML alternative.
+	Attachments []Attachment `json:"attachments,omitempty"`
+}
+
+// Attachment is a file a message carries.
+type Attachment struct {
+	Name        string `json:"name"`
+	ContentType string `json:"content_type"`
+	Data        []byte `json:"data"`
 }
 
 // Sender sends messages through one SMTP server from one address.
@@ -148,8 +160,18 @@ func (s *Sender) Send(ctx context.Context, m Message) error {
 	msg.SetUserAgent("invoiced")
 	// RFC 3834: no out-of-office replies to a notification.
 	msg.SetGenHeader(gomail.Header("Auto-Submitted"), "auto-generated")
+	if m.ReplyTo != "" {
+		if err := msg.ReplyTo(m.ReplyTo); err != nil {
+			return fmt.Errorf("reply-to: %w", err)
+		}
+	}
 	msg.SetBodyString(gomail.TypeTextPlain, m.Text)
 	msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
+	for _, a := range m.Attachments {
+		if err := msg.AttachReader(a.Name, bytes.NewReader(a.Data), gomail.WithFileContentType(gomail.ContentType(a.ContentType))); err != nil {
+			return fmt.Errorf("attach %s: %w", a.Name, err)
+		}
+	}
 	c, err := gomail.NewClient(s.server.Host, s.options()...)
 	if err != nil {
 		return fmt.Errorf("smtp client: %w", err)

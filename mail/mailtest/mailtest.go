@@ -39,6 +39,15 @@ type Received struct {
 	Header    netmail.Header
 	Text      string
 	HTML      string
+	// Attachments are the files of a multipart/mixed message, in order.
+	Attachments []Attachment
+}
+
+// Attachment is one file a message carried, decoded.
+type Attachment struct {
+	Name        string
+	ContentType string
+	Data        []byte
 }
 
 // Server is a running test SMTP server.
@@ -198,7 +207,8 @@ func (x *session) Reset() { x.from, x.to = "", nil }
 
 func (x *session) Logout() error { return nil }
 
-// parse reads a multipart/alternative message with a text and an HTML part.
+// parse reads a multipart/alternative message with a text and an HTML
+// part, or a multipart/mixed one with such an alternative and attachments.
 func parse(raw []byte) (Received, error) {
 	msg, err := netmail.ReadMessage(bytes.NewReader(raw))
 	if err != nil {
@@ -211,28 +221,18 @@ func parse(raw []byte) (Received, error) {
 	}
 	out := Received{Header: msg.Header, Subject: subject, MessageID: strings.Trim(msg.Header.Get("Message-Id"), "<>")}
 	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-	if err != nil || mt != "multipart/alternative" {
-		return Received{}, fmt.Errorf("content type %q is not multipart/alternative (%v)", mt, err)
+	switch {
+	case err != nil:
+		return Received{}, fmt.Errorf("content type %q: %v", mt, err)
+	case mt == "multipart/alternative":
+		err = out.alternative(msg.Body, params["boundary"])
+	case mt == "multipart/mixed":
+		err = out.mixed(msg.Body, params["boundary"])
+	default:
+		err = fmt.Errorf("content type %q is neither multipart/alternative nor multipart/mixed", mt)
 	}
-	mr := multipart.NewReader(msg.Body, params["boundary"])
-	for {
-		p, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return Received{}, err
-		}
-		body, err := partBody(p)
-		if err != nil {
-			return Received{}, err
-		}
-		switch ct, _, _ := mime.ParseMediaType(p.Header.Get("Content-Type")); ct {
-		case "text/plain":
-			out.Text = body
-		case "text/html":
-			out.HTML = body
-		}
+	if err != nil {
+		return Received{}, err
 	}
 	if out.Text == "" || out.HTML == "" {
 		return Received{}, errors.New("a message without both a text and an HTML part")
@@ -240,7 +240,63 @@ func parse(raw []byte) (Received, error) {
 	return out, nil
 }
 
-func partBody(p *multipart.Part) (string, error) {
+// alternative reads the text and HTML parts.
+func (out *Received) alternative(r io.Reader, boundary string) error {
+	mr := multipart.NewReader(r, boundary)
+	for {
+		p, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		body, err := partBody(p)
+		if err != nil {
+			return err
+		}
+		switch ct, _, _ := mime.ParseMediaType(p.Header.Get("Content-Type")); ct {
+		case "text/plain":
+			out.Text = string(body)
+		case "text/html":
+			out.HTML = string(body)
+		}
+	}
+}
+
+// mixed reads the alternative and the attachments after it.
+func (out *Received) mixed(r io.Reader, boundary string) error {
+	mr := multipart.NewReader(r, boundary)
+	for {
+		p, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ct, params, err := mime.ParseMediaType(p.Header.Get("Content-Type"))
+		if err != nil {
+			return err
+		}
+		if ct == "multipart/alternative" {
+			if err := out.alternative(p, params["boundary"]); err != nil {
+				return err
+			}
+			continue
+		}
+		body, err := partBody(p)
+		if err != nil {
+			return err
+		}
+		if p.FileName() == "" {
+			return fmt.Errorf("a %s part without a file name", ct)
+		}
+		out.Attachments = append(out.Attachments, Attachment{Name: p.FileName(), ContentType: ct, Data: body})
+	}
+}
+
+func partBody(p *multipart.Part) ([]byte, error) {
 	var r io.Reader = p
 	switch strings.ToLower(p.Header.Get("Content-Transfer-Encoding")) {
 	case "quoted-printable":
@@ -248,6 +304,5 @@ func partBody(p *multipart.Part) (string, error) {
 	case "base64":
 		r = base64.NewDecoder(base64.StdEncoding, p)
 	}
-	b, err := io.ReadAll(r)
-	return string(b), err
+	return io.ReadAll(r)
 }

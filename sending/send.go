@@ -1,0 +1,226 @@
+package sending
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/mail"
+	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// Format is a document a sending carries: the PDF, the Factur-X PDF (the
+// PDF with its CII inside), or an e-invoice format's XML (a customer's
+// einvoice_format: ubl, cii, xrechnung-ubl, xrechnung-cii, peppol).
+type Format string
+
+// The formats this package renders itself or names.
+const (
+	FormatPDF     Format = "pdf"
+	FormatFacturX Format = "facturx"
+)
+
+// EInvoices renders issued invoices and credit notes in the e-invoice
+// formats, from their frozen rows.
+type EInvoices interface {
+	Invoice(ctx context.Context, db store.Executor, id uuid.UUID, format Format) (mail.Attachment, error)
+	CreditNote(ctx context.Context, db store.Executor, id uuid.UUID, format Format) (mail.Attachment, error)
+}
+
+// formatsFor are the documents a customer whose e-invoice format is f
+// receives: the PDF alone without one; the Factur-X PDF, which is both,
+// for facturx; else the PDF and the XML.
+func formatsFor(f Format) []Format {
+	switch f {
+	case "", "none":
+		return []Format{FormatPDF}
+	case FormatFacturX:
+		return []Format{FormatFacturX}
+	}
+	return []Format{FormatPDF, f}
+}
+
+type sendInput struct {
+	InvoiceID    uuid.UUID `json:"invoice_id"`
+	CreditNoteID uuid.UUID `json:"credit_note_id"`
+	To           string    `json:"to"`
+}
+
+// draft is a sending before it is recorded: the rendered mail and
+// documents, and the invoice whose status the transaction checks again.
+type draft struct {
+	sending   *Sending
+	invoiceID uuid.UUID
+}
+
+// SendInvoice is the send-invoice capability (bound): an issued or paid
+// invoice, mailed to in.To or else its customer's address.
+func (s *Service) SendInvoice(ctx context.Context, call capability.Call) (any, error) {
+	in, err := s.start(call)
+	if err != nil {
+		return nil, err
+	}
+	d, inv, err := invoices.InvoiceDocument(ctx, s.db, in.InvoiceID)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := invoices.Transition(inv.Status, invoices.ActionSend); err != nil {
+		return nil, err
+	}
+	dr, err := s.prepare(ctx, call, in, d, inv.CustomerID, func(f Format) (mail.Attachment, error) {
+		if f == FormatPDF {
+			return pdf(d)
+		}
+		return s.einvoice(ctx, f, inv.ID, EInvoices.Invoice)
+	})
+	if err != nil {
+		return nil, err
+	}
+	dr.sending.InvoiceID, dr.invoiceID = &inv.ID, inv.ID
+	return result(s.record(ctx, call, dr))
+}
+
+// SendCreditNote is the send-credit-note capability (bound): a credit
+// note, mailed to in.To or else its invoice's customer's address. A
+// credit note of a voided invoice cannot be: an invoice with credit notes
+// is never voided.
+func (s *Service) SendCreditNote(ctx context.Context, call capability.Call) (any, error) {
+	in, err := s.start(call)
+	if err != nil {
+		return nil, err
+	}
+	cn, err := invoices.CreditNoteGetByID(ctx, s.db, in.CreditNoteID)
+	if err != nil {
+		return nil, err
+	}
+	var current *invoices.Seller
+	if cn.Seller == nil {
+		if current, err = invoices.CurrentSeller(ctx, s.db); err != nil {
+			return nil, err
+		}
+	}
+	d := invoices.CreditNoteDocument(cn, current)
+	inv, err := invoices.InvoiceGetByID(ctx, s.db, cn.InvoiceID)
+	if err != nil {
+		return nil, err
+	}
+	dr, err := s.prepare(ctx, call, in, d, inv.CustomerID, func(f Format) (mail.Attachment, error) {
+		if f == FormatPDF {
+			return pdf(d)
+		}
+		return s.einvoice(ctx, f, cn.ID, EInvoices.CreditNote)
+	})
+	if err != nil {
+		return nil, err
+	}
+	dr.sending.CreditNoteID = &cn.ID
+	return result(s.record(ctx, call, dr))
+}
+
+// start checks who calls and that this server can send, and reads the input.
+func (s *Service) start(call capability.Call) (sendInput, error) {
+	var in sendInput
+	if err := invoices.RequireWriter(call.Principal); err != nil {
+		return in, err
+	}
+	if err := s.requireMail(); err != nil {
+		return in, err
+	}
+	return in, decode(call, &in)
+}
+
+// prepare finds the recipient and the documents the customer's format
+// asks for, and renders them and the mail, outside any transaction.
+func (s *Service) prepare(ctx context.Context, call capability.Call, in sendInput, d *document.Document, customerID uuid.UUID,
+	render func(Format) (mail.Attachment, error)) (*draft, error) {
+	if err := invoices.RequireSeller(d.Seller); err != nil {
+		return nil, err
+	}
+	c, format, err := customerGet(ctx, s.db, customerID)
+	if err != nil {
+		return nil, err
+	}
+	to := in.To
+	if to == "" {
+		to = c.Email
+	}
+	if to == "" {
+		return nil, problem.Invalid("to", "the customer %s has no email address: give one here, or set theirs (update-customer)", c.Name)
+	}
+	id := uuid.Must(uuid.NewV7())
+	sn := &Sending{ID: id, Number: d.Number, To: to, MessageID: id.String() + "@" + s.sender.Domain(),
+		Status: StatusQueued, RequestedBy: call.Principal.UserID, replyTo: d.Seller.Contact.Email}
+	for _, f := range formatsFor(format) {
+		a, err := render(f)
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(a.Data)
+		sn.Documents = append(sn.Documents, Document{Format: f, Filename: a.Name, ContentType: a.ContentType,
+			Size: len(a.Data), SHA256: hex.EncodeToString(sum[:]), content: a.Data})
+	}
+	if sn.Subject, sn.text, sn.html, err = message(d); err != nil {
+		return nil, err
+	}
+	return &draft{sending: sn}, nil
+}
+
+// einvoice renders format f with render, or refuses a format this
+// server cannot render.
+func (s *Service) einvoice(ctx context.Context, f Format, id uuid.UUID,
+	render func(EInvoices, context.Context, store.Executor, uuid.UUID, Format) (mail.Attachment, error)) (mail.Attachment, error) {
+	if s.einvoices == nil {
+		return mail.Attachment{}, problem.Invalid("einvoice_format", "the customer asks for %s e-invoices, which this server does not produce", f)
+	}
+	return render(s.einvoices, ctx, s.db, id, f)
+}
+
+// pdf renders d as the PDF the routes serve.
+func pdf(d *document.Document) (mail.Attachment, error) {
+	b, err := document.Render(d)
+	if err != nil {
+		return mail.Attachment{}, err
+	}
+	return mail.Attachment{Name: d.FileName(), ContentType: "application/pdf", Data: b}, nil
+}
+
+// record writes the sending, its documents and its audit event and
+// enqueues its mail, in one transaction. An invoice is held (FOR SHARE)
+// and checked again: one voided since it was read is not sent, and
+// sendings of one invoice do not wait on each other.
+func (s *Service) record(ctx context.Context, call capability.Call, dr *draft) (*Sending, error) {
+	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Sending, error) {
+		if dr.sending.InvoiceID != nil {
+			st, err := invoiceStatusShareTx(ctx, tx, dr.invoiceID)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := invoices.Transition(st, invoices.ActionSend); err != nil {
+				return nil, err
+			}
+		}
+		sn := *dr.sending
+		sn.RequestedAt = s.clock()
+		if err := SendingInsertTx(ctx, tx, &sn); err != nil {
+			return nil, err
+		}
+		if err := s.jobs.InsertTx(ctx, tx, sendArgs{SendingID: sn.ID}, nil); err != nil {
+			return nil, err
+		}
+		typ, id := sn.subject()
+		docs := make([]map[string]any, len(sn.Documents))
+		for i, d := range sn.Documents {
+			docs[i] = map[string]any{"format": d.Format, "filename": d.Filename, "sha256": d.SHA256}
+		}
+		// Last: the audit chain's lock is held until commit.
+		return &sn, auditTx(ctx, tx, call, typ+".sent", typ, id, map[string]any{
+			"sending_id": sn.ID, "number": sn.Number, "to": sn.To, "documents": docs, "message_id": sn.MessageID,
+		})
+	})
+}
