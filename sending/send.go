@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/mail"
 	"github.com/invoiced/invoiced/problem"
@@ -25,13 +26,6 @@ const (
 	FormatPDF     Format = "pdf"
 	FormatFacturX Format = "facturx"
 )
-
-// EInvoices renders issued invoices and credit notes in the e-invoice
-// formats, from their frozen rows.
-type EInvoices interface {
-	Invoice(ctx context.Context, db store.Executor, id uuid.UUID, format Format) (mail.Attachment, error)
-	CreditNote(ctx context.Context, db store.Executor, id uuid.UUID, format Format) (mail.Attachment, error)
-}
 
 // formatsFor are the documents a customer whose e-invoice format is f
 // receives: the PDF alone without one; the Factur-X PDF, which is both,
@@ -77,7 +71,11 @@ func (s *Service) SendInvoice(ctx context.Context, call capability.Call) (any, e
 		if f == FormatPDF {
 			return pdf(d)
 		}
-		return s.einvoice(ctx, f, inv.ID, EInvoices.Invoice)
+		e, _, err := invoices.InvoiceEInvoice(ctx, s.db, inv.ID)
+		if err != nil {
+			return mail.Attachment{}, err
+		}
+		return einvoiceFile(e, f)
 	})
 	if err != nil {
 		return nil, err
@@ -114,7 +112,11 @@ func (s *Service) SendCreditNote(ctx context.Context, call capability.Call) (any
 		if f == FormatPDF {
 			return pdf(d)
 		}
-		return s.einvoice(ctx, f, cn.ID, EInvoices.CreditNote)
+		e, err := invoices.CreditNoteEInvoice(cn, current)
+		if err != nil {
+			return mail.Attachment{}, err
+		}
+		return einvoiceFile(e, f)
 	})
 	if err != nil {
 		return nil, err
@@ -171,14 +173,14 @@ func (s *Service) prepare(ctx context.Context, call capability.Call, in sendInpu
 	return &draft{sending: sn}, nil
 }
 
-// einvoice renders format f with render, or refuses a format this
-// server cannot render.
-func (s *Service) einvoice(ctx context.Context, f Format, id uuid.UUID,
-	render func(EInvoices, context.Context, store.Executor, uuid.UUID, Format) (mail.Attachment, error)) (mail.Attachment, error) {
-	if s.einvoices == nil {
-		return mail.Attachment{}, problem.Invalid("einvoice_format", "the customer asks for %s e-invoices, which this server does not produce", f)
+// einvoiceFile writes e in the XML format f.
+func einvoiceFile(e einvoice.Invoice, f Format) (mail.Attachment, error) {
+	ef := einvoice.Format(f)
+	b, err := einvoice.Generate(e, ef)
+	if err != nil {
+		return mail.Attachment{}, err
 	}
-	return render(s.einvoices, ctx, s.db, id, f)
+	return mail.Attachment{Name: einvoice.FileName(e.Number, ef), ContentType: ef.ContentType(), Data: b}, nil
 }
 
 // pdf renders d as the PDF the routes serve.

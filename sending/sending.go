@@ -96,26 +96,23 @@ type Config struct {
 	// Sender mails the documents; nil (INVOICED_SMTP_URL unset) makes
 	// every sending a 503 MAIL_NOT_CONFIGURED.
 	Sender *mail.Sender
-	// EInvoices renders the e-invoice formats; nil offers the PDF alone.
-	EInvoices EInvoices
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
 
 // Service runs the sending capabilities and their mail jobs.
 type Service struct {
-	db        store.Executor
-	jobs      Jobs
-	emit      events.Emitter
-	sender    *mail.Sender
-	einvoices EInvoices
-	now       func() time.Time
+	db     store.Executor
+	jobs   Jobs
+	emit   events.Emitter
+	sender *mail.Sender
+	now    func() time.Time
 }
 
 // New returns the service over db; jobs enqueues the mail jobs in the
 // sending's transaction, emit records the sent events in the job's.
 func New(db store.Executor, jobs Jobs, emit events.Emitter, cfg Config) *Service {
-	s := &Service{db: db, jobs: jobs, emit: emit, sender: cfg.Sender, einvoices: cfg.EInvoices, now: cfg.Now}
+	s := &Service{db: db, jobs: jobs, emit: emit, sender: cfg.Sender, now: cfg.Now}
 	if s.now == nil {
 		s.now = time.Now
 	}
