@@ -179,7 +179,9 @@ var items = []item{
 	{"page", map[document.Language][]string{
 		document.English: {"Invoice INV-2026-000042 · page 1/1"},
 		document.German:  {"Rechnung INV-2026-000042 · Seite 1/1"},
-		document.French:  {"Facture INV-2026-000042 · page 1/1"},
+		// The French wording is the longest: the payment details with
+		// their 30 mm QR code go on to a second page.
+		document.French: {"Facture INV-2026-000042 · page 1/2", "Facture INV-2026-000042 · page 2/2"},
 	}},
 }
 

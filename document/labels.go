@@ -40,7 +40,9 @@ type labels struct {
 	// bankTransfer, card and cash name a payment's method; reversed heads
 	// the row of a payment taken back.
 	bankTransfer, card, cash, reversed string
-	note, reason                          string
+	// scanToPay explains the EPC QR code beside the bank details.
+	scanToPay    string
+	note, reason string
 }
 
 // texts are the labels of each language. The terms and titles follow
@@ -78,7 +80,8 @@ var texts = map[Language]*labels{
 
 		payments: "Payments", date: "Date", paymentColumn: "Payment", amount: "Amount",
 		bankTransfer: "Bank transfer", card: "Card", cash: "Cash", reversed: "Reversed",
-		note: "Note", reason: "Reason",
+		scanToPay: "Scan the code with a banking app to pay the balance due by transfer.",
+		note:      "Note", reason: "Reason",
 	},
 	German: {
 		invoice: "Rechnung", creditNote: "Rechnungskorrektur", draftTitle: "(Entwurf)",
@@ -110,7 +113,8 @@ var texts = map[Language]*labels{
 
 		payments: "Zahlungen", date: "Datum", paymentColumn: "Zahlung", amount: "Betrag",
 		bankTransfer: "Überweisung", card: "Kartenzahlung", cash: "Barzahlung", reversed: "Rückbuchung",
-		note: "Hinweis", reason: "Grund",
+		scanToPay: "Scannen Sie den Code mit Ihrer Banking-App, um den offenen Betrag zu überweisen.",
+		note:      "Hinweis", reason: "Grund",
 	},
 	French: {
 		invoice: "Facture", creditNote: "Avoir", draftTitle: "(brouillon)",
@@ -142,6 +146,7 @@ var texts = map[Language]*labels{
 
 		payments: "Paiements", date: "Date", paymentColumn: "Paiement", amount: "Montant",
 		bankTransfer: "Virement", card: "Carte bancaire", cash: "Espèces", reversed: "Annulation",
-		note: "Remarque", reason: "Motif",
+		scanToPay: "Scannez le code avec votre application bancaire pour virer le solde dû.",
+		note:      "Remarque", reason: "Motif",
 	},
 }

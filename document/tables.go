@@ -292,12 +292,52 @@ func (r *renderer) paymentDetails() {
 		}
 		lines = append(lines, s)
 	}
-	r.titled(t.payment, len(lines))
+	payload, qr := d.EPCPayload()
+	var code modules
+	if qr {
+		var err error
+		if code, err = qrModules(payload); err != nil {
+			r.pdf.SetError(fmt.Errorf("EPC QR code: %w", err))
+			return
+		}
+		lines = append(lines, t.scanToPay)
+	}
 	p := r.pdf
+	textW := contentW
+	if qr {
+		// The code sits right of the text; a page break comes before the
+		// title when it would not fit under it.
+		if p.GetY()+rowH+1+qrSize > bottom {
+			p.AddPage()
+		}
+		textW = contentW - qrSize - 5
+	}
+	r.titled(t.payment, len(lines))
+	top := p.GetY()
 	for _, l := range lines {
-		p.MultiCell(contentW, lineH, l, "", "L", false)
+		p.MultiCell(textW, lineH, l, "", "L", false)
+	}
+	if qr {
+		r.drawQR(code, margin+contentW-qrSize, top, qrSize)
+		p.SetY(max(p.GetY(), top+qrSize))
 	}
 	p.Ln(4)
+}
+
+// drawQR draws code as black squares in a side×side box at (x, y), its
+// quiet zone (four modules, which ISO/IEC 18004 asks for) inside the box.
+func (r *renderer) drawQR(code modules, x, y, side float64) {
+	p := r.pdf
+	n := float64(len(code) + 8)
+	m := side / n
+	p.SetFillColor(0, 0, 0)
+	for row, cells := range code {
+		for col, dark := range cells {
+			if dark {
+				p.Rect(x+(float64(col)+4)*m, y+(float64(row)+4)*m, m, m, "F")
+			}
+		}
+	}
 }
 
 // terms is the payment terms' sentence for days net.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,4 +198,25 @@ func TestPDFDrawsTextOutsideTheBMPAsReplacement(t *testing.T) {
 	seen(text)
 	documenttest.RequireLines(t, text, "Launch \uFFFD service 1 unit 50.00 19 % 50.00")
 	require.Contains(t, text, "\nReason\nScrubbed \uFFFD launch\n")
+}
+
+// The PDF of an issued EUR invoice carries the EPC QR code for what is
+// still owed: after a payment of 20.00 on 120.00, the code a banking app
+// reads asks for 100.00 to the seller's account, quoting the number.
+func TestIssuedInvoicePDFAsksForTheBalanceByQRCode(t *testing.T) {
+	t.Parallel()
+	b := setupHTTP(t)
+	ctx := context.Background()
+	inv := invoicetest.Issued(ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID}) // 120.00 EUR
+	id := inv.ID.String()
+	r := b.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/payments", b.clerk, map[string]any{
+		"amount": 2000, "received_on": time.Now().UTC().Format(time.DateOnly), "method": "bank_transfer"})
+	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
+	r = b.h.Do(t, http.MethodGet, "/v1/invoices/"+id+"/pdf", b.clerk, nil)
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	codes := documenttest.QRCodes(t, r.Body)
+	require.Len(t, codes, 1)
+	acct := invoicetest.DefaultSeller.BankAccounts[0]
+	require.Equal(t, strings.Join([]string{"BCD", "002", "1", "SCT", string(acct.BIC), invoicetest.DefaultSeller.LegalName,
+		string(acct.IBAN), "EUR100.00", "", "", *inv.Number}, "\n"), codes[0])
 }

@@ -35,9 +35,10 @@ func Text(t testing.TB, pdf []byte) string {
 	return string(out)
 }
 
-// HasLine reports whether text has line as one whole line.
+// HasLine reports whether text has line as one whole line; the form feed
+// pdftotext puts before each page after the first ends a line too.
 func HasLine(text, line string) bool {
-	return slices.Contains(strings.Split(text, "\n"), line)
+	return slices.Contains(strings.FieldsFunc(text, func(r rune) bool { return r == '\n' || r == '\f' }), line)
 }
 
 // RequireLines fails t unless text has each of lines as a whole line.
@@ -67,4 +68,45 @@ func RequireText(t testing.TB, text string, sentences ...string) {
 // one space.
 func collapse(s string) string {
 	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r != '\u00a0' && unicode.IsSpace(r) }), " ")
+}
+
+// QRCodes are the payloads of the QR codes a person's phone finds on
+// pdf's pages: each page rasterised at 150 dpi by pdftoppm (poppler-utils)
+// and read by zbarimg (zbar-tools), a decoder of its own; none is an
+// empty list.
+func QRCodes(t testing.TB, pdf []byte) []string {
+	t.Helper()
+	pdftoppm := debtest.Command(t, "pdftoppm", "poppler-utils")
+	zbarimg := debtest.Command(t, "zbarimg", "zbar-tools")
+	dir := t.TempDir()
+	in := filepath.Join(dir, "document.pdf")
+	if err := os.WriteFile(in, pdf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(pdftoppm, "-r", "150", "-png", in, filepath.Join(dir, "page")).CombinedOutput(); err != nil {
+		t.Fatalf("pdftoppm: %v: %s", err, out)
+	}
+	pages, err := filepath.Glob(filepath.Join(dir, "page*.png"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("pdftoppm wrote no page (%v)", err)
+	}
+	slices.Sort(pages)
+	var codes []string
+	for _, p := range pages {
+		// --raw prints each symbol's data alone; -Sbinary keeps its bytes
+		// (UTF-8) as they are instead of guessing a character set. A
+		// symbol's data may hold line breaks, so each is read on its own
+		// with -1 (one symbol) and the exit status tells none (4) from an
+		// error.
+		cmd := exec.Command(zbarimg, "--quiet", "--raw", "-Sbinary", "-Sqrcode.enable", p)
+		out, err := cmd.Output()
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 4 {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("zbarimg %s: %v", filepath.Base(p), err)
+		}
+		codes = append(codes, strings.TrimSuffix(string(out), "\n"))
+	}
+	return codes
 }
