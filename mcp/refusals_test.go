@@ -10,11 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/app"
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/invoiced/invoiced/mcp"
+	"github.com/invoiced/invoiced/oauth"
+	"github.com/invoiced/invoiced/oauth/oauthtest"
 	"github.com/invoiced/invoiced/server"
 	"github.com/stretchr/testify/require"
 )
@@ -22,6 +25,8 @@ import (
 type bundle struct {
 	h                       *apptest.Harness
 	clerk, clerk2, approver string
+	// grants are the OAuth grants of setupOAuth's tokens.
+	grants map[string]uuid.UUID
 }
 
 func setup(t *testing.T, cfg app.Config) *bundle {
@@ -32,6 +37,38 @@ func setup(t *testing.T, cfg app.Config) *bundle {
 	_, b.clerk2 = h.User(t, "clerk2", identity.RoleClerk)
 	_, b.approver = h.User(t, "approver", identity.RoleApprover)
 	return b
+}
+
+// setupOAuth is setup with the clerks' tokens OAuth access tokens of
+// grants of scope read write (ADR-0023); the approver, who decides on
+// /v1, keeps an API token.
+func setupOAuth(t *testing.T, cfg app.Config) *bundle {
+	t.Helper()
+	b := setup(t, cfg)
+	b.grants = map[string]uuid.UUID{}
+	for _, tok := range []*string{&b.clerk, &b.clerk2} {
+		u, err := identity.TokenAuthenticate(context.Background(), b.h.Pool, *tok)
+		require.NoError(t, err)
+		var grant uuid.UUID
+		*tok, grant = oauthtest.Grant(context.Background(), t, b.h.Pool, u.ID, oauth.ScopeReadWrite)
+		b.grants[*tok] = grant
+	}
+	return b
+}
+
+// credentials are the two kinds of bearer token /mcp takes: its gates
+// hold the same over each.
+var credentials = map[string]func(*testing.T, app.Config) *bundle{"api token": setup, "oauth": setupOAuth}
+
+// revoke revokes tok: an API token, or an OAuth token's grant.
+func (b *bundle) revoke(t *testing.T, tok string) {
+	t.Helper()
+	if grant, ok := b.grants[tok]; ok {
+		_, err := b.h.Pool.Exec(context.Background(), `UPDATE api_tokens SET revoked_at = now() WHERE id = $1`, grant)
+		require.NoError(t, err)
+		return
+	}
+	require.NoError(t, identity.TokenRevoke(context.Background(), b.h.Pool, tok))
 }
 
 // written counts the rows a refused call must not have written.
@@ -82,22 +119,27 @@ func TestUnauthenticatedIs401(t *testing.T) {
 // clerk's token, or the same user after a role change, is refused on it.
 func TestSessionBelongsToItsUser(t *testing.T) {
 	t.Parallel()
-	b := setup(t, app.Config{})
-	a := openSession(t, b.h.URL, b.clerk, true)
-	other := openSession(t, b.h.URL, b.clerk2, true)
-	list := map[string]any{"jsonrpc": "2.0", "id": 9, "method": "tools/list"}
-	resp := other.post(a.id, list)
-	resp.Body.Close()
-	require.Equal(t, http.StatusForbidden, resp.StatusCode)
-	g := get(t, b.h.URL, b.clerk2, a.id)
-	g.Body.Close()
-	require.Equal(t, http.StatusForbidden, g.StatusCode)
+	for name, mk := range credentials {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := mk(t, app.Config{})
+			a := openSession(t, b.h.URL, b.clerk, true)
+			other := openSession(t, b.h.URL, b.clerk2, true)
+			list := map[string]any{"jsonrpc": "2.0", "id": 9, "method": "tools/list"}
+			resp := other.post(a.id, list)
+			resp.Body.Close()
+			require.Equal(t, http.StatusForbidden, resp.StatusCode)
+			g := get(t, b.h.URL, b.clerk2, a.id)
+			g.Body.Close()
+			require.Equal(t, http.StatusForbidden, g.StatusCode)
 
-	_, err := b.h.Pool.Exec(context.Background(), `UPDATE users SET role = 'approver' WHERE username = 'clerk'`)
-	require.NoError(t, err)
-	resp = a.post(a.id, list)
-	resp.Body.Close()
-	require.Equal(t, http.StatusForbidden, resp.StatusCode, "a role change ends the session's tools")
+			_, err := b.h.Pool.Exec(context.Background(), `UPDATE users SET role = 'approver' WHERE username = 'clerk'`)
+			require.NoError(t, err)
+			resp = a.post(a.id, list)
+			resp.Body.Close()
+			require.Equal(t, http.StatusForbidden, resp.StatusCode, "a role change ends the session's tools")
+		})
+	}
 }
 
 // An elicitation goes to the session that called, on the call's own
@@ -105,35 +147,40 @@ func TestSessionBelongsToItsUser(t *testing.T) {
 // post to the caller's; a replayed answer does nothing.
 func TestElicitationAnswersOnlyFromItsSession(t *testing.T) {
 	t.Parallel()
-	b := setup(t, app.Config{})
-	a := openSession(t, b.h.URL, b.clerk, true)
-	other := openSession(t, b.h.URL, b.clerk2, true)
-	before := b.written(t)
+	for name, mk := range credentials {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := mk(t, app.Config{})
+			a := openSession(t, b.h.URL, b.clerk, true)
+			other := openSession(t, b.h.URL, b.clerk2, true)
+			before := b.written(t)
 
-	st := a.request("tools/call", map[string]any{"name": "create-customer", "arguments": map[string]any{"name": "Forged Ltd", "currency": "EUR"}})
-	ask := st.next()
-	require.Equal(t, "elicitation/create", ask.Method)
-	require.Contains(t, string(ask.Params), "Forged Ltd")
-	yes := map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}
+			st := a.request("tools/call", map[string]any{"name": "create-customer", "arguments": map[string]any{"name": "Forged Ltd", "currency": "EUR"}})
+			ask := st.next()
+			require.Equal(t, "elicitation/create", ask.Method)
+			require.Contains(t, string(ask.Params), "Forged Ltd")
+			yes := map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}
 
-	// The other clerk's answer on their own session is not an answer to
-	// this call, and they cannot post to the caller's session at all.
-	require.Equal(t, http.StatusAccepted, other.answer(other.id, ask.ID, yes))
-	require.Equal(t, http.StatusForbidden, other.answer(a.id, ask.ID, yes))
-	g := get(t, b.h.URL, b.clerk2, a.id)
-	g.Body.Close()
-	require.Equal(t, http.StatusForbidden, g.StatusCode, "nor open the caller's stream")
+			// The other clerk's answer on their own session is not an answer to
+			// this call, and they cannot post to the caller's session at all.
+			require.Equal(t, http.StatusAccepted, other.answer(other.id, ask.ID, yes))
+			require.Equal(t, http.StatusForbidden, other.answer(a.id, ask.ID, yes))
+			g := get(t, b.h.URL, b.clerk2, a.id)
+			g.Body.Close()
+			require.Equal(t, http.StatusForbidden, g.StatusCode, "nor open the caller's stream")
 
-	require.Equal(t, http.StatusAccepted, a.answer(a.id, ask.ID, map[string]any{"action": "decline"}))
-	res := st.result().error(t)
-	require.Equal(t, "CONFIRMATION_INVALID", res.Code)
-	require.Equal(t, "denied", res.Reason)
+			require.Equal(t, http.StatusAccepted, a.answer(a.id, ask.ID, map[string]any{"action": "decline"}))
+			res := st.result().error(t)
+			require.Equal(t, "CONFIRMATION_INVALID", res.Code)
+			require.Equal(t, "denied", res.Reason)
 
-	// A replayed acceptance finds nothing waiting.
-	require.Equal(t, http.StatusAccepted, a.answer(a.id, ask.ID, yes))
-	time.Sleep(100 * time.Millisecond)
-	require.Equal(t, before, b.written(t))
-	require.Equal(t, 1, count(t, b.h, `SELECT count(*) FROM confirmations WHERE decision = 'denied' AND used_at IS NOT NULL`))
+			// A replayed acceptance finds nothing waiting.
+			require.Equal(t, http.StatusAccepted, a.answer(a.id, ask.ID, yes))
+			time.Sleep(100 * time.Millisecond)
+			require.Equal(t, before, b.written(t))
+			require.Equal(t, 1, count(t, b.h, `SELECT count(*) FROM confirmations WHERE decision = 'denied' AND used_at IS NOT NULL`))
+		})
+	}
 }
 
 // A client whose tools/call stream breaks while its user is being asked
@@ -177,21 +224,26 @@ func TestDroppedCallStreamEndsItsQuestion(t *testing.T) {
 // confirmation.
 func TestForgedRequestStateIsIgnored(t *testing.T) {
 	t.Parallel()
-	b := setup(t, app.Config{})
-	before := b.written(t)
-	forged := map[string]any{"name": "create-customer", "arguments": map[string]any{"name": "Forged Ltd", "currency": "EUR"},
-		"requestState": "forged", "inputResponses": map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}}
+	for name, mk := range credentials {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := mk(t, app.Config{})
+			before := b.written(t)
+			forged := map[string]any{"name": "create-customer", "arguments": map[string]any{"name": "Forged Ltd", "currency": "EUR"},
+				"requestState": "forged", "inputResponses": map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}}
 
-	plain := openSession(t, b.h.URL, b.clerk, false)
-	require.Equal(t, "CONFIRMATION_REQUIRED", plain.request("tools/call", forged).result().error(t).Code)
+			plain := openSession(t, b.h.URL, b.clerk, false)
+			require.Equal(t, "CONFIRMATION_REQUIRED", plain.request("tools/call", forged).result().error(t).Code)
 
-	a := openSession(t, b.h.URL, b.clerk, true)
-	st := a.request("tools/call", forged)
-	ask := st.next()
-	require.Equal(t, "elicitation/create", ask.Method)
-	require.Equal(t, http.StatusAccepted, a.answer(a.id, ask.ID, map[string]any{"action": "cancel"}))
-	require.Equal(t, "CONFIRMATION_INVALID", st.result().error(t).Code)
-	require.Equal(t, before, b.written(t))
+			a := openSession(t, b.h.URL, b.clerk, true)
+			st := a.request("tools/call", forged)
+			ask := st.next()
+			require.Equal(t, "elicitation/create", ask.Method)
+			require.Equal(t, http.StatusAccepted, a.answer(a.id, ask.ID, map[string]any{"action": "cancel"}))
+			require.Equal(t, "CONFIRMATION_INVALID", st.result().error(t).Code)
+			require.Equal(t, before, b.written(t))
+		})
+	}
 }
 
 // Input the schema refuses is an error result naming the field, and
@@ -226,55 +278,85 @@ func TestSchemaFailuresNameTheFieldAndWriteNothing(t *testing.T) {
 // are refused.
 func TestApprovedIssueOneWinnerAcrossSessions(t *testing.T) {
 	t.Parallel()
-	b := setup(t, app.Config{})
-	d := invoicetest.Draft(context.Background(), t, b.h.Pool, invoicetest.DraftOpts{})
-	args := map[string]any{"invoice_id": d.ID.String()}
-	req := openSession(t, b.h.URL, b.clerk, false).call("issue-invoice", args).error(t)
-	require.Equal(t, "APPROVAL_REQUIRED", req.Code)
-	r := b.h.Do(t, http.MethodPost, "/v1/approvals/"+req.ApprovalID+"/approve", b.approver, map[string]any{})
-	require.Equal(t, http.StatusOK, r.StatusCode, string(r.Body))
+	for name, mk := range credentials {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := mk(t, app.Config{})
+			d := invoicetest.Draft(context.Background(), t, b.h.Pool, invoicetest.DraftOpts{})
+			args := map[string]any{"invoice_id": d.ID.String()}
+			req := openSession(t, b.h.URL, b.clerk, false).call("issue-invoice", args).error(t)
+			require.Equal(t, "APPROVAL_REQUIRED", req.Code)
+			r := b.h.Do(t, http.MethodPost, "/v1/approvals/"+req.ApprovalID+"/approve", b.approver, map[string]any{})
+			require.Equal(t, http.StatusOK, r.StatusCode, string(r.Body))
 
-	sessions := make([]*rawSession, 8)
-	for i := range sessions {
-		sessions[i] = openSession(t, b.h.URL, b.clerk, false)
+			sessions := make([]*rawSession, 8)
+			for i := range sessions {
+				sessions[i] = openSession(t, b.h.URL, b.clerk, false)
+			}
+			results := make([]toolResult, len(sessions))
+			var wg sync.WaitGroup
+			for i, s := range sessions {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					results[i] = s.call("issue-invoice", args)
+				}()
+			}
+			wg.Wait()
+			issued := 0
+			for _, res := range results {
+				if !res.IsError {
+					issued++
+					continue
+				}
+				code := res.error(t).Code
+				require.True(t, code == "INVALID_TRANSITION" || strings.HasPrefix(code, "APPROVAL_"), code)
+			}
+			require.Equal(t, 1, issued)
+			require.Equal(t, 1, count(t, b.h, `SELECT count(*) FROM audit_events WHERE type = 'invoice.issued'`))
+		})
 	}
-	results := make([]toolResult, len(sessions))
-	var wg sync.WaitGroup
-	for i, s := range sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = s.call("issue-invoice", args)
-		}()
-	}
-	wg.Wait()
-	issued := 0
-	for _, res := range results {
-		if !res.IsError {
-			issued++
-			continue
-		}
-		code := res.error(t).Code
-		require.True(t, code == "INVALID_TRANSITION" || strings.HasPrefix(code, "APPROVAL_"), code)
-	}
-	require.Equal(t, 1, issued)
-	require.Equal(t, 1, count(t, b.h, `SELECT count(*) FROM audit_events WHERE type = 'invoice.issued'`))
 }
 
 // An open GET stream ends once its token is revoked.
 func TestStreamEndsWhenTheTokenIsRevoked(t *testing.T) {
 	t.Parallel()
-	b := setup(t, app.Config{EventsHeartbeat: 50 * time.Millisecond})
-	s := openSession(t, b.h.URL, b.clerk, false)
-	g := get(t, b.h.URL, b.clerk, s.id)
-	defer g.Body.Close()
-	require.Equal(t, http.StatusOK, g.StatusCode)
-	require.NoError(t, identity.TokenRevoke(context.Background(), b.h.Pool, b.clerk))
-	done := make(chan error, 1)
-	go func() { _, err := io.Copy(io.Discard, g.Body); done <- err }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the stream outlived its revoked token")
+	for name, mk := range credentials {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := mk(t, app.Config{EventsHeartbeat: 50 * time.Millisecond})
+			s := openSession(t, b.h.URL, b.clerk, false)
+			g := get(t, b.h.URL, b.clerk, s.id)
+			defer g.Body.Close()
+			require.Equal(t, http.StatusOK, g.StatusCode)
+			b.revoke(t, b.clerk)
+			done := make(chan error, 1)
+			go func() { _, err := io.Copy(io.Discard, g.Body); done <- err }()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the stream outlived its revoked token")
+			}
+		})
 	}
+}
+
+// An admin connected through OAuth asks for an issue: APPROVAL_REQUIRED,
+// and no credential of theirs decides it: their access token is no /v1
+// credential, and their API token is the requester's.
+func TestSelfApprovalImpossibleOverOAuth(t *testing.T) {
+	t.Parallel()
+	b := setup(t, app.Config{})
+	admin, api := b.h.User(t, "admin", identity.RoleAdmin)
+	tok, _ := oauthtest.Grant(context.Background(), t, b.h.Pool, admin.ID, oauth.ScopeReadWrite)
+	d := invoicetest.Draft(context.Background(), t, b.h.Pool, invoicetest.DraftOpts{})
+	req := openSession(t, b.h.URL, tok, true).call("issue-invoice", map[string]any{"invoice_id": d.ID.String()}).error(t)
+	require.Equal(t, "APPROVAL_REQUIRED", req.Code)
+
+	r := b.h.Do(t, http.MethodPost, "/v1/approvals/"+req.ApprovalID+"/approve", tok, map[string]any{})
+	require.Equal(t, http.StatusUnauthorized, r.StatusCode, string(r.Body))
+	r = b.h.Do(t, http.MethodPost, "/v1/approvals/"+req.ApprovalID+"/approve", api, map[string]any{})
+	require.Equal(t, http.StatusForbidden, r.StatusCode, string(r.Body))
+	require.Equal(t, 1, count(t, b.h, `SELECT count(*) FROM approval_requests WHERE status = 'pending'`))
+	require.Zero(t, count(t, b.h, `SELECT count(*) FROM audit_events WHERE type = 'invoice.issued'`))
 }
