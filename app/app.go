@@ -105,7 +105,7 @@ type App struct {
 func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
 	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat,
 		listener: store.NewListener(pool.Config().ConnConfig, log)}
-	cfg.Approvals.Capabilities = ConsequentialCapabilities()
+	cfg.Approvals.Capabilities, cfg.Approvals.Governed = ConsequentialCapabilities(), GovernedCapabilities()
 	var err error
 	if a.events, err = NewEmitter(log); err != nil {
 		return nil, err
@@ -170,6 +170,19 @@ func ConsequentialCapabilities() []string {
 	var names []string
 	for _, c := range invoices.Capabilities(nil) {
 		if c.Risk == capability.RiskConsequential {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+// GovernedCapabilities names the bound capabilities whose handlers pass
+// every call through the approval gate (ADR-0022 §1): approval rules may
+// name them, and below every tier they need no approver.
+func GovernedCapabilities() []string {
+	var names []string
+	for _, c := range invoices.Capabilities(nil) {
+		if c.Risk == capability.RiskBound && c.Governed {
 			names = append(names, c.Name)
 		}
 	}

@@ -112,6 +112,10 @@ type Approval struct {
 	RequiredApprovals int             `json:"required_approvals"`
 	Policy            *PolicyRef      `json:"policy,omitempty"`
 	RequiredRaisedBy  *int64          `json:"required_raised_by_version,omitempty"`
+	// Windows are the sums the policy's windowed tiers counted for the
+	// request (ADR-0022 §3): when it was raised, or when its use found a
+	// sum that asks more.
+	Windows []WindowSum `json:"windows,omitempty"`
 	Approvals         int             `json:"approvals"`
 	Decisions         []Decision      `json:"decisions"`
 	CreatedAt         time.Time       `json:"created_at"`
@@ -158,5 +162,8 @@ func requiredProblem(a *Approval) *problem.Error {
 		fmt.Sprintf("%s needs an approval: request %s is %s with %d of %d approvals%s; call again once it is approved",
 			a.Capability, a.ID, a.Status, a.Approvals, a.RequiredApprovals, voided), a)
 	e.Extra["approvals"], e.Extra["required_approvals"] = a.Approvals, a.RequiredApprovals
+	if len(a.Windows) > 0 {
+		e.Extra["windows"] = a.Windows
+	}
 	return e
 }

@@ -38,14 +38,19 @@ func NewGate(policy Policy, emit events.Emitter) *Gate {
 
 var inputHashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// AuthorizeTx implements capability.Gate. It looks at the latest request
-// for the binding (capability, target, effective-input hash) and:
+// AuthorizeTx implements capability.Gate, in the order of ADR-0022 §9.
+// It checks the requester's live authority (403 FORBIDDEN, nothing
+// written), reads the requirement (the tiers, and the sums of windowed
+// tiers under their scope locks), lets a call that needs no approver
+// through, and otherwise looks at the latest request for the binding
+// (capability, target, effective-input hash) and:
 //   - approved, same target version, unexpired: consumes it and returns
 //     the Grant (the caller applies the effect and commits), unless the
 //     caller is one of its approvers (403 FORBIDDEN, nothing spent) or
 //     an approver it counted may no longer decide (their decision is
 //     voided; short of its count, the request is pending again and the
-//     answer APPROVAL_REQUIRED);
+//     answer APPROVAL_REQUIRED), or the requirement now asks more than
+//     it has (raised, pending again, APPROVAL_REQUIRED);
 //   - pending, same version: APPROVAL_REQUIRED with its id (reuse);
 //   - open but for an older target version: marks it superseded and
 //     answers APPROVAL_STALE; the next call requests anew;
@@ -56,24 +61,35 @@ var inputHashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 //     unless no eligible approver exists (NO_ELIGIBLE_APPROVER, nothing
 //     written).
 //
-// Refusals that wrote something are wrapped with store.CommitAnd.
+// Whatever lets the call through records its effect, which the windows
+// count. Refusals that wrote something are wrapped with store.CommitAnd.
 func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call, target capability.Target) (capability.Grant, error) {
 	if err := checkCall(call, target); err != nil {
 		return capability.Grant{}, problem.Internal(err)
 	}
 	now := g.policy.now()
+	if err := requesterLiveTx(ctx, tx, call); err != nil {
+		return capability.Grant{}, err
+	}
+	req, err := g.requirementTx(ctx, tx, call, target, now)
+	if err != nil {
+		return capability.Grant{}, err
+	}
+	if req.Approvers == 0 {
+		return capability.Grant{}, effectInsertTx(ctx, tx, call, target, now)
+	}
 	a, found, err := approvalLatestLockTx(ctx, tx, call.Name, target.Type, target.ID, call.InputHash)
 	if err != nil {
 		return capability.Grant{}, err
 	}
 	if !found {
-		return capability.Grant{}, g.request(ctx, tx, call, target, now)
+		return capability.Grant{}, g.request(ctx, tx, call, target, req, now)
 	}
 	if a.Target.Version != target.Version {
 		if a.Status.Open() {
 			return capability.Grant{}, g.supersede(ctx, tx, call, a, target, now)
 		}
-		return capability.Grant{}, g.request(ctx, tx, call, target, now)
+		return capability.Grant{}, g.request(ctx, tx, call, target, req, now)
 	}
 	switch a.Status {
 	case StatusPending, StatusApproved:
@@ -87,7 +103,7 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 			return capability.Grant{}, err
 		}
 		was := a.Status
-		raised, err := g.applyCurrentPolicy(ctx, tx, call, a, now)
+		raised, err := g.applyCurrentPolicy(ctx, tx, call, a, req, now)
 		if err != nil {
 			return capability.Grant{}, err
 		}
@@ -101,7 +117,7 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 			return err
 		}
 		if was == StatusApproved && a.Status == StatusPending {
-			return capability.Grant{}, refuse(policyRaisedProblem(a))
+			return capability.Grant{}, refuse(policyRaisedProblem(a, req))
 		}
 		if a.Status == StatusPending {
 			return capability.Grant{}, refuse(requiredProblem(a))
@@ -119,7 +135,7 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 				return capability.Grant{}, store.CommitAnd(requiredProblem(a))
 			}
 		}
-		return g.consume(ctx, tx, call, a, now)
+		return g.consume(ctx, tx, call, a, target, now)
 	case StatusDenied:
 		if err := decisionsLoad(ctx, tx, []*Approval{a}); err != nil {
 			return capability.Grant{}, err
@@ -135,7 +151,45 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 	}
 	// Cancelled, superseded, consumed, or an expiry already reported: the
 	// caller asks anew.
-	return capability.Grant{}, g.request(ctx, tx, call, target, now)
+	return capability.Grant{}, g.request(ctx, tx, call, target, req, now)
+}
+
+// requesterLiveTx refuses a call whose requester is no longer enabled
+// with the role the call was authenticated with (ADR-0022 §4). A chat
+// run, an MCP session or a token re-checks its credential only every
+// 15 s; the requester's row, locked FOR SHARE until COMMIT, makes a
+// disabling or demotion either wait for this effect or be seen by it.
+func requesterLiveTx(ctx context.Context, tx pgx.Tx, call capability.Call) error {
+	u, err := identity.UserLockShareTx(ctx, tx, call.Principal.UserID)
+	if err != nil {
+		if problem.HasCode(err, problem.CodeNotFound) {
+			return problem.Forbidden("your account no longer exists")
+		}
+		return err
+	}
+	switch {
+	case u.Disabled:
+		return problem.Forbidden(fmt.Sprintf("your account (%s) is disabled, so %s cannot take effect for you", u.Username, call.Name))
+	case u.Role != call.Principal.Role:
+		return problem.Forbidden(fmt.Sprintf("your role changed from %s to %s since you signed in, so %s cannot take effect for you: authenticate again", call.Principal.Role, u.Role, call.Name))
+	}
+	return nil
+}
+
+// requirementTx is what call on target needs now (ADR-0022 §9 step 3):
+// the capability's tiers in force, the windowed ones over their sums
+// (windowsSumTx takes the scope locks), at least one approver unless the
+// capability is a governed bound one.
+func (g *Gate) requirementTx(ctx context.Context, tx pgx.Tx, call capability.Call, target capability.Target, now time.Time) (Requirement, error) {
+	set, err := rulesInForceGet(ctx, tx, call.Name, target.Currency)
+	if err != nil {
+		return Requirement{}, err
+	}
+	ws := set.windowsOf(call.Name, target.Currency)
+	if err := windowsSumTx(ctx, tx, ws, call.Name, call.Principal.UserID, target, now); err != nil {
+		return Requirement{}, err
+	}
+	return set.RequiredOver(call.Name, target.Amount, target.Currency, g.policy.floor(call.Name), ws), nil
 }
 
 // applyCurrentPolicy applies to the locked open request a the stricter
@@ -147,11 +201,7 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 // was committing is not among them, and is raised here when it is used.
 // A raised requirement that a's approvals still meet is recorded and
 // the caller's transaction goes on to consume.
-func (g *Gate) applyCurrentPolicy(ctx context.Context, tx pgx.Tx, call capability.Call, a *Approval, now time.Time) (bool, error) {
-	req, err := requirementGet(ctx, tx, a.Capability, a.Amount, a.Currency)
-	if err != nil {
-		return false, err
-	}
+func (g *Gate) applyCurrentPolicy(ctx context.Context, tx pgx.Tx, call capability.Call, a *Approval, req Requirement, now time.Time) (bool, error) {
 	ev, err := raiseTx(ctx, tx, a, req, g.policy.PendingTTL, now, callActor(call))
 	if err != nil || ev == nil {
 		return false, err
@@ -237,11 +287,7 @@ func requestReason(input json.RawMessage) string {
 
 // request creates a pending request for the call, unless no eligible
 // approver could ever decide it.
-func (g *Gate) request(ctx context.Context, tx pgx.Tx, call capability.Call, target capability.Target, now time.Time) error {
-	req, err := requirementGet(ctx, tx, call.Name, target.Amount, target.Currency)
-	if err != nil {
-		return err
-	}
+func (g *Gate) request(ctx context.Context, tx pgx.Tx, call capability.Call, target capability.Target, req Requirement, now time.Time) error {
 	required := req.Approvers
 	eligible, err := identity.UserCountDeciders(ctx, tx, call.Principal.UserID)
 	if err != nil {
@@ -304,12 +350,13 @@ func (g *Gate) supersede(ctx context.Context, tx pgx.Tx, call capability.Call, a
 		a.ID, a.Target.Version, a.Target.Type, a.Target.ID, target.Version), a))
 }
 
-// consume spends an approved request on this invocation. The audit append
+// consume spends an approved request on this invocation and records the
+// effect it lets through (ADR-0022 §3). The audit append
 // (which takes the chain's global lock until commit) comes last, so the
 // serialised part of an issue is as short as it can be.
-func (g *Gate) consume(ctx context.Context, tx pgx.Tx, call capability.Call, a *Approval, now time.Time) (capability.Grant, error) {
+func (g *Gate) consume(ctx context.Context, tx pgx.Tx, call capability.Call, a *Approval, target capability.Target, now time.Time) (capability.Grant, error) {
 	inv := uuid.Must(uuid.NewV7())
-	if err := approvalConsumeTx(ctx, tx, a, inv, now); err != nil {
+	if err := approvalConsumeTx(ctx, tx, a, inv, effectArgs(call, target, &a.ID, now), now); err != nil {
 		return capability.Grant{}, err
 	}
 	if _, err := audit.AppendTx(ctx, tx, callActor(call).event("approval.consumed", a, map[string]any{

@@ -22,9 +22,15 @@ type Policy struct {
 	// ApprovedTTL is how long an approval stays usable once decided
 	// (default 24 h), so a stale approval cannot be spent weeks later.
 	ApprovedTTL time.Duration
-	// Capabilities names the consequential capabilities, the only ones an
-	// approval rule may name; app fills it from the capability registry.
+	// Capabilities names the consequential capabilities, which never take
+	// effect with fewer than one approver; app fills it from the
+	// capability registry.
 	Capabilities []string
+	// Governed names the bound capabilities whose handlers pass every call
+	// through the gate (ADR-0022 §1): below every tier they need no
+	// approver. Rules may name these and Capabilities. A capability the
+	// gate is asked about that is in neither counts as consequential.
+	Governed []string
 	// Now is the clock (default time.Now); tests set it to move time.
 	Now func() time.Time
 }
@@ -47,6 +53,16 @@ func (p Policy) withDefaults() Policy {
 		p.Now = time.Now
 	}
 	return p
+}
+
+// floor is the fewest approvers a call of capName needs: none for a
+// governed bound capability below every tier, else one (a capability the
+// policy does not know as bound counts as consequential: failing safe).
+func (p Policy) floor(capName string) int {
+	if slices.Contains(p.Governed, capName) {
+		return 0
+	}
+	return 1
 }
 
 // now returns the policy clock's time in UTC at the database's microsecond
@@ -78,6 +94,12 @@ type Rule struct {
 	// currency is not a minor unit of another.
 	MinAmountMajor *int64 `json:"min_amount_major,omitempty"`
 	Approvers      int    `json:"approvers"`
+	// WindowDays and Scope make a limit over time (ADR-0022 §3): the
+	// amount compared with the threshold is the sum of the capability's
+	// effects of the same Scope in the last WindowDays days, plus the
+	// call's. Both nil: the call's amount alone.
+	WindowDays *int   `json:"window_days,omitempty"`
+	Scope      *Scope `json:"scope,omitempty"`
 	// FromVersion is the policy version that set the rule; ToVersion the
 	// one that replaced or deleted it (nil while in force).
 	FromVersion int64  `json:"from_version"`
@@ -118,38 +140,59 @@ type RuleSet struct {
 func (s *RuleSet) ResourceVersion() int64 { return s.Version }
 
 // Requirement is how many distinct approvers a call needs under a policy
-// version, and the tier that says so (nil: no tier reached, one approver).
+// version, and the tier that says so (nil: no tier reached, the floor).
+// Windows are the sums of the windowed tiers evaluated, for the approver
+// to read what was counted.
 type Requirement struct {
 	Version   int64
 	Rule      *Rule
 	Approvers int
+	Windows   []WindowSum
 }
 
-// Required returns what a call of capability on amount (minor units of
-// currency) needs. The capability's rules for currency apply if it has
-// any, else its AnyCurrency rules. Of the tiers the amount reaches the one
-// asking most approvers applies, so a larger amount never needs fewer
-// whatever order tiers were set in; below every tier one approver decides.
-// A credit moves as much money as a charge of the same size, so the
-// amount's magnitude counts.
+// Required returns what a consequential call of capability on amount
+// (minor units of currency) needs, its windowed tiers comparing the call's
+// amount alone (RequiredOver).
 func (s *RuleSet) Required(capability string, amount int64, currency string) Requirement {
-	own := slices.ContainsFunc(s.Rules, func(r Rule) bool { return r.Capability == capability && r.Currency == currency })
-	want := currency
-	if !own {
-		want = AnyCurrency
+	return s.RequiredOver(capability, amount, currency, 1, nil)
+}
+
+// tiersFor returns the currency whose tiers apply to a call of capability
+// in currency: currency itself if the capability has rules of its own for
+// it, else AnyCurrency.
+func (s *RuleSet) tiersFor(capability, currency string) string {
+	if slices.ContainsFunc(s.Rules, func(r Rule) bool { return r.Capability == capability && r.Currency == currency }) {
+		return currency
 	}
-	if amount < 0 {
-		amount = -max(amount, -math.MaxInt64)
-	}
-	req := Requirement{Version: s.Version, Approvers: 1}
+	return AnyCurrency
+}
+
+// RequiredOver returns what a call of capability on amount (minor units
+// of currency) needs, at least floor approvers (1 for a consequential
+// capability, 0 for a governed bound one). The capability's rules for
+// currency apply if it has any, else its AnyCurrency rules. A windowed
+// rule compares the sum of windows' entry for its window and scope plus
+// the call's amount (the amount alone when windows has none); others the
+// amount. Of the tiers reached the one asking most approvers applies, so
+// a larger amount never needs fewer whatever order tiers were set in. A
+// credit moves as much money as a charge of the same size, so the
+// amount's magnitude counts.
+func (s *RuleSet) RequiredOver(capability string, amount int64, currency string, floor int, windows []WindowSum) Requirement {
+	want := s.tiersFor(capability, currency)
+	amount = magnitude(amount)
+	req := Requirement{Version: s.Version, Approvers: floor, Windows: windows}
 	var reached int64
 	for i := range s.Rules {
 		r := &s.Rules[i]
 		if r.Capability != capability || r.Currency != want {
 			continue
 		}
+		compared := amount
+		if w := findWindow(windows, r); w != nil {
+			compared = addCapped(w.Sum, amount)
+		}
 		t := r.threshold(currency)
-		if amount < t {
+		if compared < t {
 			continue
 		}
 		// Of equal counts the higher tier is named: it is the one the
@@ -159,4 +202,20 @@ func (s *RuleSet) Required(capability string, amount int64, currency string) Req
 		}
 	}
 	return req
+}
+
+// magnitude is |amount|, MaxInt64 for MinInt64.
+func magnitude(amount int64) int64 {
+	if amount < 0 {
+		return -max(amount, -math.MaxInt64)
+	}
+	return amount
+}
+
+// addCapped is a + b for non-negative a and b, MaxInt64 past it.
+func addCapped(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }

@@ -20,7 +20,7 @@ func tier(capName, currency string, minAmount, minMajor *int64, approvers int) a
 // or above 10,000 major units of the invoice's currency needs two
 // approvers, a credit as much as a charge, an unknown currency the quorum,
 // deleting one approver. Migration 00030 gives issuing a credit note the
-// same tier.
+// same tier; migration 00052 payments one approver from the same amount.
 func TestSeededPolicyIsTheQuorumOfBefore(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -28,7 +28,10 @@ func TestSeededPolicyIsTheQuorumOfBefore(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, set.Version)
 	require.Nil(t, set.ChangedBy, "the migration made version 1")
-	require.Len(t, set.Rules, 2)
+	require.Len(t, set.Rules, 4)
+	for _, c := range []string{"record-payment", "mark-invoice-paid"} {
+		require.Equal(t, 1, ruleFor(t, set, c, approvals.AnyCurrency, 10_000).Approvers, c)
+	}
 	seed := ruleFor(t, set, "issue-invoice", approvals.AnyCurrency, 10_000)
 	require.Nil(t, seed.MinAmount)
 	require.EqualValues(t, 10_000, *seed.MinAmountMajor)

@@ -15,15 +15,15 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-const ruleColumns = `r.id, r.capability, coalesce(r.currency, '*'), r.min_amount, r.min_amount_major, r.approvers, r.from_version, r.to_version`
+const ruleColumns = `r.id, r.capability, coalesce(r.currency, '*'), r.min_amount, r.min_amount_major, r.approvers, r.window_days, r.scope, r.from_version, r.to_version`
 
 // ruleOrder lists a capability's any-currency tiers first, then each
 // currency's, lowest threshold first.
-const ruleOrder = ` ORDER BY r.capability, r.currency IS NOT NULL, r.currency, coalesce(r.min_amount, r.min_amount_major)`
+const ruleOrder = ` ORDER BY r.capability, r.currency IS NOT NULL, r.currency, coalesce(r.min_amount, r.min_amount_major), r.window_days NULLS FIRST, r.scope NULLS FIRST`
 
 func scanRule(row pgx.Row) (Rule, error) {
 	var r Rule
-	err := row.Scan(&r.ID, &r.Capability, &r.Currency, &r.MinAmount, &r.MinAmountMajor, &r.Approvers, &r.FromVersion, &r.ToVersion)
+	err := row.Scan(&r.ID, &r.Capability, &r.Currency, &r.MinAmount, &r.MinAmountMajor, &r.Approvers, &r.WindowDays, &r.Scope, &r.FromVersion, &r.ToVersion)
 	return r, err
 }
 
@@ -31,42 +31,42 @@ func collectRules(rows pgx.Rows) ([]Rule, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Rule, error) { return scanRule(r) })
 }
 
-// requirementGet returns what a call of capability on amount (minor
-// units of currency) needs under the policy in force. One statement reads
-// the version and the capability's tiers for currency and for any
-// currency, so both come from one snapshot.
-func requirementGet(ctx context.Context, db store.Executor, capName string, amount int64, currency string) (Requirement, error) {
+// rulesInForceGet returns the policy version in force with the rules of
+// capName for currency and for any currency. One statement reads both,
+// so they come from one snapshot.
+func rulesInForceGet(ctx context.Context, db store.Executor, capName string, currency string) (*RuleSet, error) {
 	rows, err := db.Query(ctx, `
 		SELECT v.version, `+ruleColumns+`
 		FROM (SELECT max(version) AS version FROM approval_policy_versions) v
 		LEFT JOIN approval_policy_rules r ON r.to_version IS NULL AND r.capability = $1 AND (r.currency = $2 OR r.currency IS NULL)`,
 		capName, currency)
 	if err != nil {
-		return Requirement{}, store.MapError(err, "approval policy")
+		return nil, store.MapError(err, "approval policy")
 	}
 	defer rows.Close()
-	var set RuleSet
+	set := &RuleSet{}
 	for rows.Next() {
 		// The columns of the rule are NULL when the capability has none.
 		var (
 			id               *uuid.UUID
 			capN, cur        *string
 			minA, minM, from *int64
-			approvers        *int
+			approvers, days  *int
+			scope            *Scope
 			to               *int64
 		)
-		if err := rows.Scan(&set.Version, &id, &capN, &cur, &minA, &minM, &approvers, &from, &to); err != nil {
-			return Requirement{}, store.MapError(err, "approval policy")
+		if err := rows.Scan(&set.Version, &id, &capN, &cur, &minA, &minM, &approvers, &days, &scope, &from, &to); err != nil {
+			return nil, store.MapError(err, "approval policy")
 		}
 		if id != nil {
 			set.Rules = append(set.Rules, Rule{ID: *id, Capability: *capN, Currency: *cur, MinAmount: minA, MinAmountMajor: minM,
-				Approvers: *approvers, FromVersion: *from, ToVersion: to})
+				Approvers: *approvers, WindowDays: days, Scope: scope, FromVersion: *from, ToVersion: to})
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return Requirement{}, store.MapError(err, "approval policy")
+		return nil, store.MapError(err, "approval policy")
 	}
-	return set.Required(capName, amount, currency), nil
+	return set, nil
 }
 
 // ruleSetGet returns the policy at version (0: the one in force), 404
@@ -139,12 +139,13 @@ func ruleInForceGet(ctx context.Context, tx pgx.Tx, id uuid.UUID) (Rule, bool, e
 	return r, err == nil, store.MapError(err, "approval rule")
 }
 
-// ruleAtGet returns the rule in force for r's capability, currency and
-// threshold, or false.
+// ruleAtGet returns the rule in force for r's capability, currency,
+// threshold, window and scope, or false.
 func ruleAtGet(ctx context.Context, tx pgx.Tx, r Rule) (Rule, bool, error) {
 	old, err := scanRule(tx.QueryRow(ctx, `SELECT `+ruleColumns+` FROM approval_policy_rules r
 		WHERE r.to_version IS NULL AND r.capability = $1 AND coalesce(r.currency, '*') = $2
-		  AND coalesce(r.min_amount, r.min_amount_major) = $3`, r.Capability, r.Currency, r.key()))
+		  AND coalesce(r.min_amount, r.min_amount_major) = $3
+		  AND r.window_days IS NOT DISTINCT FROM $4 AND r.scope IS NOT DISTINCT FROM $5`, r.Capability, r.Currency, r.key(), r.WindowDays, r.Scope))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Rule{}, false, nil
 	}
@@ -163,7 +164,7 @@ func ruleInsertTx(ctx context.Context, tx pgx.Tx, r Rule) error {
 	if r.Currency != AnyCurrency {
 		currency = &r.Currency
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO approval_policy_rules (id, capability, currency, min_amount, min_amount_major, approvers, from_version)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, r.ID, r.Capability, currency, r.MinAmount, r.MinAmountMajor, r.Approvers, r.FromVersion)
+	_, err := tx.Exec(ctx, `INSERT INTO approval_policy_rules (id, capability, currency, min_amount, min_amount_major, approvers, window_days, scope, from_version)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, r.ID, r.Capability, currency, r.MinAmount, r.MinAmountMajor, r.Approvers, r.WindowDays, r.Scope, r.FromVersion)
 	return store.MapError(err, "approval rule")
 }

@@ -37,6 +37,11 @@ type RuleInput struct {
 	MinAmount      *int64 `json:"min_amount"`
 	MinAmountMajor *int64 `json:"min_amount_major"`
 	Approvers      int    `json:"approvers"`
+	// WindowDays and Scope, both or neither, make the tier compare the
+	// sum of the capability's effects in Scope over the last WindowDays
+	// days plus the call (ADR-0022 §3).
+	WindowDays *int    `json:"window_days"`
+	Scope      *string `json:"scope"`
 }
 
 // checkRule validates in, naming every field that is wrong.
@@ -45,12 +50,12 @@ func (s *Service) checkRule(in RuleInput) (Rule, error) {
 	fail := func(field, format string, args ...any) {
 		bad = append(bad, problem.FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 	}
-	caps := slices.Sorted(slices.Values(s.policy.Capabilities))
+	caps := slices.Sorted(slices.Values(append(slices.Clone(s.policy.Capabilities), s.policy.Governed...)))
 	switch {
 	case in.Capability == "":
 		fail("capability", "is required: one of %s", strings.Join(caps, ", "))
 	case !slices.Contains(caps, in.Capability):
-		fail("capability", "must be a capability that needs an approval: one of %s", strings.Join(caps, ", "))
+		fail("capability", "must be a capability the approval policy governs: one of %s", strings.Join(caps, ", "))
 	}
 	anyCurrency, known := in.Currency == AnyCurrency, money.Valid(in.Currency)
 	if !anyCurrency && !known {
@@ -76,14 +81,37 @@ func (s *Service) checkRule(in RuleInput) (Rule, error) {
 			fail("min_amount_major", "is for a rule of any currency (%s); a rule for %s states its threshold in its minor units (min_amount)", AnyCurrency, in.Currency)
 		}
 	}
-	if in.Approvers < 1 || in.Approvers > 10 {
-		fail("approvers", "must be from 1 to 10")
+	switch floor := s.policy.floor(in.Capability); {
+	case in.Approvers < floor || in.Approvers > 10:
+		fail("approvers", "must be from %d to 10", floor)
+		if floor == 1 && in.Approvers == 0 && in.Capability != "" {
+			bad[len(bad)-1].Message += fmt.Sprintf(": %s is consequential and never takes effect without an approver", in.Capability)
+		}
+	}
+	var scope *Scope
+	switch {
+	case in.WindowDays != nil && (*in.WindowDays < 1 || *in.WindowDays > MaxWindowDays):
+		fail("window_days", "must be from 1 to %d: the days whose effects the tier adds up", MaxWindowDays)
+	case in.WindowDays != nil && in.Scope == nil:
+		fail("scope", "is required with window_days: requester, customer or requester_customer, whose effects the window adds up")
+	}
+	if in.Scope != nil {
+		sc, err := ParseScope(*in.Scope)
+		switch {
+		case err != nil:
+			fail("scope", "must be requester, customer or requester_customer")
+		case in.WindowDays == nil:
+			fail("window_days", "is required with scope: the days (1 to %d) whose effects the tier adds up", MaxWindowDays)
+		default:
+			scope = &sc
+		}
 	}
 	if len(bad) > 0 {
 		return Rule{}, problem.Validation(bad...)
 	}
 	return Rule{ID: uuid.Must(uuid.NewV7()), Capability: in.Capability, Currency: in.Currency,
-		MinAmount: in.MinAmount, MinAmountMajor: in.MinAmountMajor, Approvers: in.Approvers}, nil
+		MinAmount: in.MinAmount, MinAmountMajor: in.MinAmountMajor, Approvers: in.Approvers,
+		WindowDays: in.WindowDays, Scope: scope}, nil
 }
 
 // PolicyGet returns the policy at version (0: the one in force).
@@ -262,11 +290,25 @@ func raiseTx(ctx context.Context, tx pgx.Tx, a *Approval, req Requirement, pendi
 	return &ev, approvalNotifyTx(ctx, tx, a)
 }
 
-// policyRaisedProblem is APPROVAL_REQUIRED for a request a stricter policy
+// policyRaisedProblem is APPROVAL_REQUIRED for a request the requirement
+// in force (req: a stricter policy, or a window's sum that crossed a tier)
 // returned to pending.
-func policyRaisedProblem(a *Approval) *problem.Error {
+func policyRaisedProblem(a *Approval, req Requirement) *problem.Error {
 	e := requiredProblem(a)
-	e.Detail = fmt.Sprintf("%s needs more approvals: policy version %d asks %d approvers and request %s has %d, so it is pending again; call again once it is approved",
-		a.Capability, *a.RequiredRaisedBy, a.RequiredApprovals, a.ID, a.Approvals)
+	why := fmt.Sprintf("policy version %d asks %d approvers", *a.RequiredRaisedBy, a.RequiredApprovals)
+	if w := findWindow(req.Windows, req.Rule); req.Rule != nil && w != nil {
+		why = fmt.Sprintf("%s %s over the last %d day(s) (%s, this call included, in scope %s) reaches a tier that asks %d approvers",
+			a.Capability, money.Display(w.Total(), w.Currency), w.Days, plural(w.Count, "earlier effect"), w.Scope, a.RequiredApprovals)
+		e.Extra["windows"] = req.Windows
+	}
+	e.Detail = fmt.Sprintf("%s needs more approvals: %s and request %s has %d, so it is pending again; call again once it is approved",
+		a.Capability, why, a.ID, a.Approvals)
 	return e
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

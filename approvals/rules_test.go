@@ -115,7 +115,7 @@ func TestPolicyChangesAreVersionedAndAudited(t *testing.T) {
 	require.EqualValues(t, 2, v2.Version)
 	require.Equal(t, "admin", v2.ChangedBy.Username)
 	require.Equal(t, b.clock.Now(), v2.ChangedAt)
-	require.Len(t, v2.Rules, 3, "the seeds for invoices and credit notes, and EUR's")
+	require.Len(t, v2.Rules, 5, "the seeds for invoices, credit notes and payments, and EUR's")
 	require.Equal(t, v2, b.set(t, "issue-invoice", "EUR", minor(1_000_000), nil, 2), "the same rule again is no change")
 
 	v3 := b.set(t, "issue-invoice", "EUR", minor(1_000_000), nil, 3)
@@ -127,7 +127,8 @@ func TestPolicyChangesAreVersionedAndAudited(t *testing.T) {
 	v4, err := b.svc.PolicyDelete(b.ctx, b.admin, capability.PathREST, ruleFor(t, seed, "issue-invoice", approvals.AnyCurrency, 10_000).ID, etag.IfMatch{})
 	require.NoError(t, err)
 	require.EqualValues(t, 4, v4.Version)
-	require.Equal(t, []approvals.Rule{ruleFor(t, seed, "issue-credit-note", approvals.AnyCurrency, 10_000), eur3}, v4.Rules)
+	require.Equal(t, []approvals.Rule{ruleFor(t, seed, "issue-credit-note", approvals.AnyCurrency, 10_000), eur3,
+		ruleFor(t, seed, "mark-invoice-paid", approvals.AnyCurrency, 10_000), ruleFor(t, seed, "record-payment", approvals.AnyCurrency, 10_000)}, v4.Rules)
 
 	// Which rules were in force at each version.
 	for v, want := range map[int64][]approvals.Rule{1: seed.Rules, 2: v2.Rules, 3: v3.Rules, 4: v4.Rules} {
@@ -534,7 +535,7 @@ func TestConcurrentPolicyChangesMakeDistinctVersions(t *testing.T) {
 	}
 	set, err := b.svc.PolicyGet(b.ctx, 0)
 	require.NoError(t, err)
-	require.Len(t, set.Rules, n+2, "the seeds for invoices and credit notes, and n")
+	require.Len(t, set.Rules, n+4, "the seeds for invoices, credit notes and payments, and n")
 	require.Equal(t, n, b.count(t, `SELECT count(*) FROM audit_events WHERE event->>'type' = 'approval_policy.changed'`))
 	b.verify(t)
 }

@@ -20,7 +20,7 @@ const approvalColumns = `r.id, r.capability, r.status, r.input, r.input_hash, r.
 	r.amount, r.currency, r.snapshot, r.requested_by, u.username, r.requested_via, r.reason, r.required_approvals,
 	r.created_at, r.updated_at, r.expires_at, r.decided_at, r.consumed_at, r.consumed_by,
 	r.expiry_reported_at IS NOT NULL, r.version,
-	r.policy_version, r.policy_rule_id, r.policy_required, r.required_raised_version`
+	r.policy_version, r.policy_rule_id, r.policy_required, r.required_raised_version, r.policy_window`
 
 // approvalFrom joins the requester's name; FOR UPDATE OF r locks only the
 // request.
@@ -47,7 +47,7 @@ func scanApproval(row pgx.Row) (*Approval, error) {
 		&a.Amount, &a.Currency, &a.Snapshot, &a.RequestedBy.ID, &a.RequestedBy.Username, &a.RequestedVia, &a.Reason, &a.RequiredApprovals,
 		&a.CreatedAt, &a.UpdatedAt, &a.ExpiresAt, &a.DecidedAt, &a.ConsumedAt, &a.ConsumedBy,
 		&a.expiryReported, &a.Version,
-		&policyVersion, &policyRule, &policyRequired, &a.RequiredRaisedBy)
+		&policyVersion, &policyRule, &policyRequired, &a.RequiredRaisedBy, &a.Windows)
 	if err != nil {
 		return nil, err
 	}
@@ -215,11 +215,11 @@ func approvalInsertTx(ctx context.Context, tx pgx.Tx, a *Approval, req Requireme
 	_, err := tx.Exec(ctx, `
 		INSERT INTO approval_requests (id, capability, input_hash, input, target_type, target_id, target_version,
 			amount, currency, snapshot, status, requested_by, requested_via, reason, required_approvals,
-			created_at, updated_at, expires_at, policy_version, policy_rule_id, policy_required)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $15, $16, $17, $18, $14)`,
+			created_at, updated_at, expires_at, policy_version, policy_rule_id, policy_required, policy_window)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $15, $16, $17, $18, $14, $19)`,
 		a.ID, a.Capability, a.InputHash, string(a.Input), a.Target.Type, a.Target.ID, a.Target.Version,
 		a.Amount, a.Currency, string(a.Snapshot), a.RequestedBy.ID, string(a.RequestedVia), a.Reason, req.Approvers,
-		a.CreatedAt, a.ExpiresAt, req.Version, rule)
+		a.CreatedAt, a.ExpiresAt, req.Version, rule, req.Windows)
 	return store.MapError(err, "approval")
 }
 
@@ -227,15 +227,20 @@ func approvalInsertTx(ctx context.Context, tx pgx.Tx, a *Approval, req Requireme
 // approvers than it needed; reopen returns an approved request to pending
 // until expiresAt. a is updated to match.
 func approvalRaiseTx(ctx context.Context, tx pgx.Tx, a *Approval, req Requirement, reopen bool, expiresAt, now time.Time) error {
+	windows := a.Windows
+	if req.Windows != nil {
+		windows = req.Windows
+	}
 	_, err := tx.Exec(ctx, `UPDATE approval_requests SET required_approvals = $2, required_raised_version = $3,
 			status = CASE WHEN $4 THEN 'pending' ELSE status END,
 			decided_at = CASE WHEN $4 THEN NULL ELSE decided_at END,
-			expires_at = $5, updated_at = $6, version = version + 1
-		WHERE id = $1`, a.ID, req.Approvers, req.Version, reopen, expiresAt, now)
+			expires_at = $5, updated_at = $6, version = version + 1, policy_window = $7
+		WHERE id = $1`, a.ID, req.Approvers, req.Version, reopen, expiresAt, now, windows)
 	if err != nil {
 		return store.MapError(err, "approval")
 	}
 	a.RequiredApprovals, a.RequiredRaisedBy, a.ExpiresAt, a.UpdatedAt, a.Version = req.Approvers, &req.Version, expiresAt, now, a.Version+1
+	a.Windows = windows
 	if reopen {
 		a.Status, a.DecidedAt = StatusPending, nil
 	}
@@ -304,11 +309,12 @@ func approvalTouchTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, now time.Time
 	return store.MapError(err, "approval")
 }
 
-// approvalConsumeTx spends a locked approved request on invocation inv and
-// announces it, the UPDATE and the pg_notify in one round trip, so the
+// approvalConsumeTx spends a locked approved request on invocation inv,
+// records the effect it lets through (effectArgs) and announces it, the
+// UPDATE, the effect and the pg_notify in one round trip, so the
 // serialised part of an issue is as short as it can be. a is updated to
 // the consumed state first, since the announcement carries it.
-func approvalConsumeTx(ctx context.Context, tx pgx.Tx, a *Approval, inv uuid.UUID, now time.Time) error {
+func approvalConsumeTx(ctx context.Context, tx pgx.Tx, a *Approval, inv uuid.UUID, effect []any, now time.Time) error {
 	a.Status, a.ConsumedAt, a.ConsumedBy, a.Version = StatusConsumed, &now, &inv, a.Version+1
 	payload, err := changePayload(a)
 	if err != nil {
@@ -317,11 +323,14 @@ func approvalConsumeTx(ctx context.Context, tx pgx.Tx, a *Approval, inv uuid.UUI
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE approval_requests SET status = 'consumed', consumed_at = $2, consumed_by = $3, updated_at = $2, version = version + 1
 		WHERE id = $1 AND status = 'approved'`, a.ID, now, inv)
+	b.Queue(effectInsertSQL, effect...)
 	b.Queue(`SELECT pg_notify($1, $2)`, Channel, payload)
 	br := tx.SendBatch(ctx, b)
 	tag, err := br.Exec()
-	if err == nil {
-		_, err = br.Exec()
+	for range 2 {
+		if err == nil {
+			_, err = br.Exec()
+		}
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr

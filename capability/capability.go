@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/jackc/pgx/v5"
@@ -41,6 +42,12 @@ type Descriptor struct {
 	// none is promised. MCP clients validate results against it.
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	Risk         Risk            `json:"risk"`
+	// Governed says that a bound capability's handler passes every call
+	// through the Gate with the amount it moves, so approval rules may
+	// name it and, at or above a tier, it answers APPROVAL_REQUIRED like
+	// a consequential one (ADR-0022 §1). Consequential capabilities are
+	// governed whatever it says.
+	Governed bool `json:"-"`
 	// Idempotent says that calling the capability again with the same
 	// input has no further effect (a repeat is refused or finds nothing
 	// to do); MCP's idempotentHint.
@@ -65,6 +72,9 @@ type Call struct {
 	// version; the zero value is none.
 	IfMatch etag.IfMatch
 }
+
+// IsGoverned reports whether approval rules govern calls of d.
+func (d Descriptor) IsGoverned() bool { return d.Risk == RiskConsequential || d.Governed }
 
 // Versioned is an output that carries an optimistic-concurrency version;
 // the HTTP layer sends it as the ETag (etag.FromVersion).
@@ -96,6 +106,9 @@ type Target struct {
 	Amount int64
 	// Currency is the ISO 4217 code of Amount.
 	Currency string
+	// CustomerID is the customer the effect concerns (uuid.Nil: none),
+	// the scope of the policy's customer windows (ADR-0022 §3).
+	CustomerID uuid.UUID
 	// Snapshot is the JSON the approver sees: for an invoice, the invoice
 	// with its lines, totals and customer.
 	Snapshot json.RawMessage

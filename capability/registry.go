@@ -53,6 +53,9 @@ func (r *Registry) Register(c Capability) error {
 	default:
 		return fmt.Errorf("capability %q: unknown risk %q", c.Name, c.Risk)
 	}
+	if c.Governed && c.Risk != RiskBound {
+		return fmt.Errorf("capability %q: only a bound capability is marked governed (a consequential one always is)", c.Name)
+	}
 	if c.Handler == nil {
 		return fmt.Errorf("capability %q: no handler", c.Name)
 	}

@@ -153,15 +153,16 @@ func invoiceCapabilities(svc *Service) []capability.Capability {
 		}, Handler: svc.DraftUpdate},
 		{Descriptor: capability.Descriptor{
 			Name:        CapVoid,
-			Description: "Void an issued invoice that should not be paid (its number stays used). Only issued invoices with nothing paid or credited can be voided (otherwise credit what is still owed with issue-credit-note); drafts are deleted instead. Returns the voided invoice.",
+			Description: "Void an issued invoice that should not be paid (its number stays used). Only issued invoices with nothing paid or credited can be voided (otherwise credit what is still owed with issue-credit-note); drafts are deleted instead. This needs an approval by a back-office approver: without one the answer is APPROVAL_REQUIRED with an approval_id; do not retry until it is approved. Returns the voided invoice.",
 			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["invoice_id"], "properties": {"invoice_id": ` + uuidSchema + `, "reason": {"type": "string", "format": "plain-text", "maxLength": 1000}}}`),
-			Risk:        capability.RiskBound,
+			Risk:        capability.RiskConsequential,
 		}, Handler: svc.Void},
 		{Descriptor: capability.Descriptor{
 			Name:        CapMarkPaid,
-			Description: "Record that an issued invoice has been paid in full: a payment of its whole balance_due, received today (record-payment records one with its date, method and reference). Only issued invoices can be marked paid. Returns the paid invoice.",
+			Description: "Record that an issued invoice has been paid in full: a payment of its whole balance_due, received today (record-payment records one with its date, method and reference). Only issued invoices can be marked paid. A large balance needs an approval by a back-office approver under the approval policy: then the answer is APPROVAL_REQUIRED with an approval_id; do not retry until it is approved. Returns the paid invoice.",
 			InputSchema: schema(targetSchema),
 			Risk:        capability.RiskBound,
+			Governed:    true,
 		}, Handler: svc.MarkPaid},
 		{Descriptor: capability.Descriptor{
 			Name:        CapIssue,

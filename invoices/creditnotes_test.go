@@ -25,6 +25,16 @@ func (b httpBundle) approve(t *testing.T, id string) {
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 }
 
+// approved makes a governed call as the clerk, which answers 403
+// APPROVAL_REQUIRED; has the approver approve the request; and makes the
+// call again, answering its response.
+func (b httpBundle) approved(t *testing.T, method, path string, body any) *apptest.Response {
+	t.Helper()
+	p := requireProblem(t, b.h.Do(t, method, path, b.clerk, body), http.StatusForbidden, approvals.CodeApprovalRequired)
+	b.approve(t, p["approval_id"].(string))
+	return b.h.Do(t, method, path, b.clerk, body)
+}
+
 // credit asks for a credit note on invoice id as the clerk, has the
 // approver approve the request, and asks again: the issued credit note.
 func (b httpBundle) credit(t *testing.T, id string, body map[string]any) invoices.CreditNote {
@@ -131,7 +141,7 @@ func TestCreditNoteBadInput(t *testing.T) {
 	issued := inv.ID.String()
 	draft := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID}).ID.String()
 	void := invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID}).ID.String()
-	require.Equal(t, http.StatusOK, b.h.Do(t, http.MethodPost, "/v1/invoices/"+void+"/void", b.clerk, nil).StatusCode)
+	require.Equal(t, http.StatusOK, b.approved(t, http.MethodPost, "/v1/invoices/"+void+"/void", nil).StatusCode)
 	paid := invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID}).ID.String()
 	require.Equal(t, http.StatusOK, b.h.Do(t, http.MethodPost, "/v1/invoices/"+paid+"/mark-paid", b.clerk, nil).StatusCode)
 	// 300.00 of the 430.48 paid: 130.48 left to credit.

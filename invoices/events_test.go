@@ -76,7 +76,7 @@ func TestInvoiceEventsFollowEachEffect(t *testing.T) {
 	other := b.approvedIssue(t)
 	r = b.h.Do(t, http.MethodPost, "/v1/invoices/"+other+"/issue", b.clerk, nil)
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
-	r = b.h.Do(t, http.MethodPost, "/v1/invoices/"+other+"/void", b.clerk, map[string]any{"reason": "duplicate"})
+	r = b.approved(t, http.MethodPost, "/v1/invoices/"+other+"/void", map[string]any{"reason": "duplicate"})
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 
 	d := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})

@@ -249,7 +249,7 @@ func TestCapabilitiesList(t *testing.T) {
 	require.Equal(t, map[string]string{
 		"list-customers": "read", "get-customer": "read", "create-customer": "bound", "update-customer": "bound",
 		"list-invoices": "read", "get-invoice": "read", "create-draft-invoice": "bound", "update-draft-invoice": "bound",
-		"void-invoice": "bound", "mark-invoice-paid": "bound", "issue-invoice": "consequential", "delete-invoice": "consequential",
+		"void-invoice": "consequential", "mark-invoice-paid": "bound", "issue-invoice": "consequential", "delete-invoice": "consequential",
 		"record-payment": "bound", "reverse-payment": "bound", "list-payments": "read",
 		"issue-credit-note": "consequential", "list-credit-notes": "read", "get-credit-note": "read", "receivables-report": "read",
 		"send-invoice": "bound", "send-credit-note": "bound", "list-invoice-sendings": "read", "list-credit-note-sendings": "read",
@@ -357,7 +357,7 @@ func TestTransitionsHTTP(t *testing.T) {
 	conflict(http.MethodPost, "/v1/invoices/"+draft.ID.String()+"/mark-paid", nil, "draft")
 	conflict(http.MethodPatch, "/v1/invoices/"+a.ID.String(), map[string]any{"memo": "x"}, "issued")
 
-	r := b.h.Do(t, http.MethodPost, "/v1/invoices/"+a.ID.String()+"/void", b.clerk, map[string]any{"reason": "duplicate"})
+	r := b.approved(t, http.MethodPost, "/v1/invoices/"+a.ID.String()+"/void", map[string]any{"reason": "duplicate"})
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 	var inv invoices.Invoice
 	r.JSON(t, &inv)

@@ -95,16 +95,26 @@ func onLocked[T any](ctx context.Context, s *Service, call capability.Call, id u
 // gate; its refusal is returned as is, so a store.CommitAnd refusal still
 // commits what the gate recorded.
 func (s *Service) authorize(ctx context.Context, tx pgx.Tx, call capability.Call, inv *Invoice, c *Customer, credit *CreditPreview) (capability.Grant, error) {
+	amount := inv.Total
+	if credit != nil {
+		amount = credit.Total
+	}
+	return s.authorizeAmount(ctx, tx, call, inv, c, credit, amount)
+}
+
+// authorizeAmount is authorize for an effect that moves amount (a
+// payment of part of the invoice), not the invoice's or credit note's
+// total.
+func (s *Service) authorizeAmount(ctx context.Context, tx pgx.Tx, call capability.Call, inv *Invoice, c *Customer, credit *CreditPreview, amount int64) (capability.Grant, error) {
 	if c == nil {
 		var err error
 		if c, err = CustomerGetByID(ctx, tx, inv.CustomerID); err != nil {
 			return capability.Grant{}, err
 		}
 	}
-	amount := inv.Total
 	var v any = Snapshot{Invoice: inv.dated(s.BusinessToday()), Customer: c}
 	if credit != nil {
-		amount, v = credit.Total, CreditSnapshot{Snapshot: v.(Snapshot), CreditNote: credit}
+		v = CreditSnapshot{Snapshot: v.(Snapshot), CreditNote: credit}
 	}
 	snap, err := json.Marshal(v)
 	if err != nil {
@@ -112,8 +122,17 @@ func (s *Service) authorize(ctx context.Context, tx pgx.Tx, call capability.Call
 	}
 	return s.gate.AuthorizeTx(ctx, tx, call, capability.Target{
 		Type: "invoice", ID: inv.ID.String(), Version: inv.Version,
-		Amount: amount, Currency: inv.Currency, Snapshot: snap,
+		Amount: amount, Currency: inv.Currency, CustomerID: inv.CustomerID, Snapshot: snap,
 	})
+}
+
+// grantData adds what let a governed call through to an audit event's
+// data: the approval spent and the invocation, when one was needed.
+func grantData(grant capability.Grant, data map[string]any) map[string]any {
+	if grant.ApprovalID != "" {
+		data["approval_id"], data["invocation_id"] = grant.ApprovalID, grant.InvocationID
+	}
+	return data
 }
 
 // Issue is the issue-invoice capability (consequential). In one
@@ -189,8 +208,11 @@ func (s *Service) Delete(ctx context.Context, call capability.Call) (any, error)
 	return map[string]any{"id": in.InvoiceID, "deleted": true}, nil
 }
 
-// Void is the void-invoice capability: issued → void, only while nothing
-// was paid or credited (a settled invoice is corrected by a credit note).
+// Void is the void-invoice capability (consequential: a void of what was
+// sent is a correction, approved like a credit note, ADR-0022 §1): issued
+// → void, only while nothing was paid or credited (a settled invoice is
+// corrected by a credit note); the gate after the state checks, so no
+// approver is asked for what cannot be voided.
 func (s *Service) Void(ctx context.Context, call capability.Call) (any, error) {
 	in, err := writable[targetInput](call)
 	if err != nil {
@@ -203,6 +225,10 @@ func (s *Service) Void(ctx context.Context, call capability.Call) (any, error) {
 				money.Display(inv.AmountPaid, inv.Currency), money.Display(inv.AmountCredited, inv.Currency), money.Display(inv.BalanceDue, inv.Currency),
 			)).With("current_status", string(inv.Status))
 		}
+		grant, err := s.authorize(ctx, tx, call, inv, nil, nil)
+		if err != nil {
+			return nil, err
+		}
 		now := s.clock()
 		out, err := InvoiceVoidTx(ctx, tx, inv, now)
 		if err != nil {
@@ -211,7 +237,7 @@ func (s *Service) Void(ctx context.Context, call capability.Call) (any, error) {
 		if err := s.emit.EmitTx(ctx, tx, events.New(events.InvoiceVoided, now, out)); err != nil {
 			return nil, err
 		}
-		data := map[string]any{"version": out.Version, "number": out.Number}
+		data := grantData(grant, map[string]any{"version": out.Version, "number": out.Number})
 		if in.Reason != "" {
 			data["reason"] = in.Reason
 		}

@@ -102,8 +102,9 @@ func overBalance(field string, amount int64, inv *Invoice) error {
 	return e.With("balance_due", inv.BalanceDue)
 }
 
-// RecordPayment is the record-payment capability (bound): a payment of
-// part or all of an issued invoice's balance; the invoice is paid once
+// RecordPayment is the record-payment capability (bound and governed:
+// the approval policy's tiers apply to its amount, ADR-0022 §1): a payment
+// of part or all of an issued invoice's balance; the invoice is paid once
 // nothing is owed.
 func (s *Service) RecordPayment(ctx context.Context, call capability.Call) (any, error) {
 	in, err := writable[paymentInput](call)
@@ -115,13 +116,17 @@ func (s *Service) RecordPayment(ctx context.Context, call capability.Call) (any,
 		if err != nil {
 			return nil, err
 		}
-		return s.recordTx(ctx, tx, call, inv, &Payment{Amount: in.Amount, ReceivedOn: on, Method: in.Method, Reference: in.Reference})
+		grant, err := s.authorizeAmount(ctx, tx, call, inv, nil, nil, in.Amount)
+		if err != nil {
+			return nil, err
+		}
+		return s.recordTx(ctx, tx, call, inv, grant, &Payment{Amount: in.Amount, ReceivedOn: on, Method: in.Method, Reference: in.Reference})
 	})
 }
 
-// recordTx records p against the locked invoice inv, moves its balance and
-// audits it; p's invoice is the invoice after.
-func (s *Service) recordTx(ctx context.Context, tx pgx.Tx, call capability.Call, inv *Invoice, p *Payment) (*Payment, error) {
+// recordTx records p against the locked invoice inv, let through by
+// grant, moves its balance and audits it; p's invoice is the invoice after.
+func (s *Service) recordTx(ctx context.Context, tx pgx.Tx, call capability.Call, inv *Invoice, grant capability.Grant, p *Payment) (*Payment, error) {
 	now := s.clock()
 	p.ID, p.InvoiceID, p.RecordedBy, p.RecordedAt = uuid.Must(uuid.NewV7()), inv.ID, &call.Principal.UserID, now
 	p, err := paymentInsertTx(ctx, tx, p)
@@ -136,22 +141,27 @@ func (s *Service) recordTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 	if err := s.emitSettled(ctx, tx, events.PaymentRecorded, now, p, inv, out); err != nil {
 		return nil, err
 	}
-	return p, s.audit(ctx, tx, call, "payment.recorded", "payment", p.ID, map[string]any{
+	return p, s.audit(ctx, tx, call, "payment.recorded", "payment", p.ID, grantData(grant, map[string]any{
 		"invoice_id": inv.ID, "amount": p.Amount, "currency": p.Currency, "received_on": p.ReceivedOn.String(),
 		"method": p.Method, "reference": p.Reference, "balance_due": out.BalanceDue, "invoice_status": out.Status,
-	})
+	}))
 }
 
-// MarkPaid is the mark-invoice-paid capability: a payment of the whole
-// balance due, received today (in the business time zone).
+// MarkPaid is the mark-invoice-paid capability (bound and governed, as
+// record-payment): a payment of the whole balance due, received today (in
+// the business time zone).
 func (s *Service) MarkPaid(ctx context.Context, call capability.Call) (any, error) {
 	in, err := writable[targetInput](call)
 	if err != nil {
 		return nil, err
 	}
 	return s.mutate(ctx, call, in.InvoiceID, ActionMarkPaid, func(ctx context.Context, tx pgx.Tx, inv *Invoice) (*Invoice, error) {
+		grant, err := s.authorizeAmount(ctx, tx, call, inv, nil, nil, inv.BalanceDue)
+		if err != nil {
+			return nil, err
+		}
 		if inv.BalanceDue > 0 {
-			p, err := s.recordTx(ctx, tx, call, inv, &Payment{Amount: inv.BalanceDue, ReceivedOn: s.BusinessToday(), Method: MethodOther, Reference: "Paid in full"})
+			p, err := s.recordTx(ctx, tx, call, inv, grant, &Payment{Amount: inv.BalanceDue, ReceivedOn: s.BusinessToday(), Method: MethodOther, Reference: "Paid in full"})
 			if err != nil {
 				return nil, err
 			}
@@ -166,7 +176,7 @@ func (s *Service) MarkPaid(ctx context.Context, call capability.Call) (any, erro
 		if err := s.emit.EmitTx(ctx, tx, events.New(events.InvoicePaid, now, out)); err != nil {
 			return nil, err
 		}
-		return out, s.audit(ctx, tx, call, "invoice.paid", "invoice", out.ID, map[string]any{"version": out.Version, "number": out.Number})
+		return out, s.audit(ctx, tx, call, "invoice.paid", "invoice", out.ID, grantData(grant, map[string]any{"version": out.Version, "number": out.Number}))
 	})
 }
 
@@ -293,7 +303,7 @@ func paymentCapabilities(svc *Service) []capability.Capability {
 	return []capability.Capability{
 		{Descriptor: capability.Descriptor{
 			Name:        CapRecordPayment,
-			Description: "Record money received against an issued invoice: amount in minor units of the invoice's currency (at most its balance_due), the date it was received (YYYY-MM-DD, at most a day ahead), the method and the payer's reference. Partial payments are fine; the invoice becomes paid when its balance_due reaches 0. Returns the payment with the invoice after it (amount_paid, balance_due, status).",
+			Description: "Record money received against an issued invoice: amount in minor units of the invoice's currency (at most its balance_due), the date it was received (YYYY-MM-DD, at most a day ahead), the method and the payer's reference. Partial payments are fine; the invoice becomes paid when its balance_due reaches 0. A large payment needs an approval by a back-office approver under the approval policy: then the answer is APPROVAL_REQUIRED with an approval_id; do not retry until it is approved. Returns the payment with the invoice after it (amount_paid, balance_due, status).",
 			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["invoice_id", "amount", "received_on", "method"], "properties": {
 				"invoice_id": ` + uuidSchema + `,
 				"amount": {"type": "integer", "minimum": 1, "description": "minor units of the invoice's currency; at most its balance_due"},
@@ -301,7 +311,8 @@ func paymentCapabilities(svc *Service) []capability.Capability {
 				"received_on": {"type": "string", "format": "date", "description": "YYYY-MM-DD the money arrived, at most a day after today in the business time zone"},
 				"method": {"type": "string", "enum": ["bank_transfer", "card", "cash", "other"]},
 				"reference": {"type": "string", "format": "visible-text", "maxLength": 200, "description": "the payer's reference or transaction id, as on the statement"}}}`),
-			Risk: capability.RiskBound,
+			Risk:     capability.RiskBound,
+			Governed: true,
 		}, Handler: svc.RecordPayment},
 		{Descriptor: capability.Descriptor{
 			Name:        CapReversePayment,

@@ -115,7 +115,7 @@ func TestPaymentBadInput(t *testing.T) {
 	issued := invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID}).ID.String()
 	draft := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID}).ID.String()
 	void := invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID}).ID.String()
-	r := b.h.Do(t, http.MethodPost, "/v1/invoices/"+void+"/void", b.clerk, nil)
+	r := b.approved(t, http.MethodPost, "/v1/invoices/"+void+"/void", nil)
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 	today := time.Now().UTC()
 	pay := func(extra map[string]any) map[string]any {

@@ -56,7 +56,7 @@ func policyService(ctx context.Context, e env) (*approvals.Service, *pgxpool.Poo
 		pool.Close()
 		return nil, nil, err
 	}
-	return approvals.NewService(pool, approvals.Policy{Capabilities: app.ConsequentialCapabilities()}, nil, emit), pool, nil
+	return approvals.NewService(pool, approvals.Policy{Capabilities: app.ConsequentialCapabilities(), Governed: app.GovernedCapabilities()}, nil, emit), pool, nil
 }
 
 func cmdPolicyList(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
