@@ -286,6 +286,9 @@ func TestAuthorityApprovalsAfterVoidDeleteAndRecreate(t *testing.T) {
 	resp := g.issue(t, x)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
 	refusedWith(t, g.h.Do(t, "DELETE", "/v1/invoices/"+x, g.clerkTok, nil), http.StatusConflict, invoices.CodeInvalidTransition)
+	// Voiding it is consequential too: its own approval, decided by bob.
+	void := refusedWith(t, g.h.Do(t, "POST", "/v1/invoices/"+x+"/void", g.clerkTok, map[string]any{"reason": "wrong"}), http.StatusForbidden, approvals.CodeApprovalRequired)
+	g.decide(t, g.bobTok, void, "approve", nil)
 	resp = g.h.Do(t, "POST", "/v1/invoices/"+x+"/void", g.clerkTok, map[string]any{"reason": "wrong"})
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
 	refusedWith(t, g.h.Do(t, "DELETE", "/v1/invoices/"+x, g.clerkTok, nil), http.StatusConflict, invoices.CodeInvalidTransition)

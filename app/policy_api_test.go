@@ -32,7 +32,7 @@ func TestApprovalPolicyOverHTTP(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
 	require.Equal(t, `"1"`, resp.Header.Get("ETag"))
 	policy := g.policy(t, "")
-	require.Len(t, policy.Rules, 2, "the seeds for issuing invoices and credit notes")
+	require.Len(t, policy.Rules, 4, "the seeds for issuing invoices and credit notes, and for payments")
 	seed := policy.Rules[slices.IndexFunc(policy.Rules, func(r approvals.Rule) bool { return r.Capability == "issue-invoice" })]
 	require.Equal(t, "*", seed.Currency)
 
@@ -48,7 +48,7 @@ func TestApprovalPolicyOverHTTP(t *testing.T) {
 	require.Equal(t, `"2"`, resp.Header.Get("ETag"))
 	var v2 approvals.RuleSet
 	resp.JSON(t, &v2)
-	require.Len(t, v2.Rules, 3)
+	require.Len(t, v2.Rules, 5)
 	require.Equal(t, "ada", v2.ChangedBy.Username)
 
 	for name, tc := range map[string]struct {
@@ -85,8 +85,8 @@ func TestApprovalPolicyOverHTTP(t *testing.T) {
 	resp = g.h.Do(t, "DELETE", "/v1/approval-policy/rules/"+seed.ID.String(), g.adminTok, nil, "If-Match", `"2"`)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
 	require.Equal(t, `"3"`, resp.Header.Get("ETag"))
-	require.Len(t, g.policy(t, "").Rules, 2)
-	require.Len(t, g.policy(t, "?version=2").Rules, 3, "version 2 reads back as it was")
+	require.Len(t, g.policy(t, "").Rules, 4)
+	require.Len(t, g.policy(t, "?version=2").Rules, 5, "version 2 reads back as it was")
 }
 
 // Done-when over HTTP: a ¥1,000,000 rule and a €10,000 rule side by side;

@@ -115,16 +115,16 @@ type Approval struct {
 	// Windows are the sums the policy's windowed tiers counted for the
 	// request (ADR-0022 §3): when it was raised, or when its use found a
 	// sum that asks more.
-	Windows []WindowSum `json:"windows,omitempty"`
-	Approvals         int             `json:"approvals"`
-	Decisions         []Decision      `json:"decisions"`
-	CreatedAt         time.Time       `json:"created_at"`
-	UpdatedAt         time.Time       `json:"updated_at"`
-	ExpiresAt         time.Time       `json:"expires_at"`
-	DecidedAt         *time.Time      `json:"decided_at,omitempty"`
-	ConsumedAt        *time.Time      `json:"consumed_at,omitempty"`
-	ConsumedBy        *uuid.UUID      `json:"consumed_by,omitempty"`
-	Version           int64           `json:"version"`
+	Windows    []WindowSum `json:"windows,omitempty"`
+	Approvals  int         `json:"approvals"`
+	Decisions  []Decision  `json:"decisions"`
+	CreatedAt  time.Time   `json:"created_at"`
+	UpdatedAt  time.Time   `json:"updated_at"`
+	ExpiresAt  time.Time   `json:"expires_at"`
+	DecidedAt  *time.Time  `json:"decided_at,omitempty"`
+	ConsumedAt *time.Time  `json:"consumed_at,omitempty"`
+	ConsumedBy *uuid.UUID  `json:"consumed_by,omitempty"`
+	Version    int64       `json:"version"`
 
 	expiryReported bool
 }

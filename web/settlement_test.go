@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/approvals"
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
@@ -21,7 +25,7 @@ func TestPagesShowPaidCreditedAndBalance(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	clerk := b.user(t, "carl", identity.RoleClerk)
-	b.user(t, "ada", identity.RoleApprover)
+	ada := b.user(t, "ada", identity.RoleApprover)
 	tok, err := identity.TokenCreate(context.Background(), b.h.Pool, clerk.ID, "test")
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -29,8 +33,14 @@ func TestPagesShowPaidCreditedAndBalance(t *testing.T) {
 	inv := invoicetest.Issued(ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &cu.ID, Currency: "USD",
 		Lines: []invoices.LineInput{{Description: "Audit", Quantity: 1 * quantity.One, UnitAmount: 1500000, TaxRateBPS: 825}}}) // 16,237.50
 	id := inv.ID.String()
-	r := b.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/payments", tok, map[string]any{
-		"amount": 1000000, "received_on": time.Now().UTC().Format(time.DateOnly), "method": "bank_transfer", "reference": "ACH 99"})
+	payment := map[string]any{"amount": 1000000, "received_on": time.Now().UTC().Format(time.DateOnly), "method": "bank_transfer", "reference": "ACH 99"}
+	// 10,000.00 reaches the payments' seeded tier: one approver.
+	r := b.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/payments", tok, payment)
+	require.Equal(t, http.StatusForbidden, r.StatusCode, "%s", r.Body)
+	_, err = b.h.App.Approvals().Decide(ctx, ada.Principal(), capability.PathREST, uuid.MustParse(r.Problem(t)["approval_id"].(string)),
+		etag.IfMatch{}, approvals.DecisionApprove, "")
+	require.NoError(t, err)
+	r = b.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/payments", tok, payment)
 	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
 	r = b.h.Do(t, http.MethodPost, "/v1/invoices/"+id+"/credit-notes", tok, map[string]any{"reason": "Late delivery", "amount": 123750})
 	require.Equal(t, http.StatusForbidden, r.StatusCode, "%s", r.Body)

@@ -89,9 +89,9 @@ func printPolicy(w io.Writer, set *approvals.RuleSet) error {
 	}
 	fmt.Fprintf(w, "approval policy version %d, made %s by %s\n", set.Version, set.ChangedAt.Format(time.RFC3339), by)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCAPABILITY\tCURRENCY\tAT OR ABOVE\tAPPROVERS")
+	fmt.Fprintln(tw, "ID\tCAPABILITY\tCURRENCY\tAT OR ABOVE\tAPPROVERS\tSUMMED OVER")
 	for _, r := range set.Rules {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", r.ID, r.Capability, r.Currency, threshold(r), r.Approvers)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.Capability, r.Currency, threshold(r), r.Approvers, window(r))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -102,11 +102,21 @@ func printPolicy(w io.Writer, set *approvals.RuleSet) error {
 			bare = append(bare, c)
 		}
 	}
-	fmt.Fprintln(w, "Below a capability's lowest tier one approver decides. A currency with tiers of its own uses only those; * is every other currency.")
+	fmt.Fprintf(w, "Below a capability's lowest tier one approver decides, none for %s. A currency with tiers of its own uses only those; * is every other currency.\n",
+		strings.Join(app.GovernedCapabilities(), " and "))
+	fmt.Fprintln(w, "A tier summed over days compares the sum of the calls in its scope over those days, plus the call.")
 	if len(bare) > 0 {
 		fmt.Fprintf(w, "No tiers (one approver always): %s\n", strings.Join(bare, ", "))
 	}
 	return nil
+}
+
+// window renders a tier's window: "-" for the call's amount alone.
+func window(r approvals.Rule) string {
+	if r.WindowDays == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d days, same %s", *r.WindowDays, strings.ReplaceAll(string(*r.Scope), "_", " and "))
 }
 
 // threshold renders a tier's threshold: an amount of its currency, or a
@@ -140,19 +150,23 @@ func policyChange(ctx context.Context, e env, as string, stdout io.Writer,
 }
 
 func cmdPolicySet(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
-	fs := flagSet("policy set --capability NAME --currency CODE|'*' (--min-amount MINOR | --min-amount-major MAJOR) --approvers N --as ADMIN",
+	fs := flagSet("policy set --capability NAME --currency CODE|'*' (--min-amount MINOR | --min-amount-major MAJOR) --approvers N [--window-days N --scope WHOSE] --as ADMIN",
 		"Set a tier of the approval policy: calls of a capability on an amount in a currency\n"+
 			"at or above the threshold need N distinct approvers. It replaces the tier of the same\n"+
 			"capability, currency and threshold, else adds one. A rule for one currency states its\n"+
 			"threshold in minor units (--min-amount 1000000 with EUR is 10,000.00 EUR; with JPY,\n"+
 			"1,000,000 yen); a rule for any currency ('*') in major units (--min-amount-major).\n"+
+			"With --window-days and --scope the amount compared is the sum of the capability's\n"+
+			"calls of the same requester, customer or both over those days, plus the call.\n"+
 			"Prints the policy's new version.", stderr)
 	var in approvals.RuleInput
-	fs.StringVar(&in.Capability, "capability", "", "a consequential capability: "+strings.Join(app.ConsequentialCapabilities(), ", "))
+	fs.StringVar(&in.Capability, "capability", "", "a governed capability: "+strings.Join(append(app.ConsequentialCapabilities(), app.GovernedCapabilities()...), ", "))
 	fs.StringVar(&in.Currency, "currency", "", "an ISO 4217 code, or '*' for every currency without tiers of its own")
 	minAmount := fs.Int64("min-amount", 0, "threshold in minor units of --currency")
 	minMajor := fs.Int64("min-amount-major", 0, "threshold in major units, for --currency '*'")
-	fs.IntVar(&in.Approvers, "approvers", 0, "distinct approvers needed, 1 to 10")
+	fs.IntVar(&in.Approvers, "approvers", 0, "distinct approvers needed, 1 to 10 (0 to 10 for "+strings.Join(app.GovernedCapabilities(), ", ")+")")
+	windowDays := fs.Int("window-days", 0, "sum the calls of the last N days (1 to 366) with this one; needs --scope")
+	scope := fs.String("scope", "", "whose calls --window-days sums: requester, customer or requester_customer")
 	as := fs.String("as", "", "username of the admin making the change (required; audited)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -169,6 +183,10 @@ func cmdPolicySet(ctx context.Context, e env, args []string, stdout, stderr io.W
 			in.MinAmount = minAmount
 		case "min-amount-major":
 			in.MinAmountMajor = minMajor
+		case "window-days":
+			in.WindowDays = windowDays
+		case "scope":
+			in.Scope = scope
 		}
 	})
 	return policyChange(ctx, e, *as, stdout, func(svc *approvals.Service, p identity.Principal) (*approvals.RuleSet, error) {

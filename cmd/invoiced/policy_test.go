@@ -48,7 +48,8 @@ func TestPolicyCLI(t *testing.T) {
 	require.Contains(t, r.stdout, "by the initial migration")
 	require.Contains(t, r.stdout, "issue-invoice      *         10000 major units of the invoice's currency  2")
 	require.Contains(t, r.stdout, "issue-credit-note  *         10000 major units of the invoice's currency  2")
-	require.Contains(t, r.stdout, "No tiers (one approver always): delete-invoice")
+	require.Contains(t, r.stdout, "No tiers (one approver always): void-invoice, delete-invoice")
+	require.Contains(t, r.stdout, "record-payment     *         10000 major units of the invoice's currency  1          -")
 
 	r = invoke(ctx, e, "policy", "set", "--capability", "issue-invoice", "--currency", "JPY", "--min-amount", "1000000", "--approvers", "2", "--as", "ada")
 	require.Equal(t, 0, r.code, r.stderr)
