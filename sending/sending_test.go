@@ -216,6 +216,7 @@ func TestSendRefusalsWriteNothing(t *testing.T) {
 	issued := b.issued(t)
 	draft := invoicetest.Draft(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &b.customer.ID})
 	void := b.issued(t)
+	approveVoid(t, b, void)
 	r := b.h.Do(t, http.MethodPost, "/v1/invoices/"+void.ID.String()+"/void", b.clerk, nil)
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 	noMail := invoicetest.Customer(b.ctx, t, b.h.Pool, invoicetest.CustomerOpts{Name: "Silent Ltd"})
@@ -317,6 +318,7 @@ func TestSendAndVoidRace(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	inv := b.issued(t)
+	approveVoid(t, b, inv)
 	var wg sync.WaitGroup
 	for range 6 {
 		wg.Add(1)
@@ -365,6 +367,16 @@ func deliveries(t *testing.T, b *bundle, typ events.Type) []sending.Sending {
 		out = append(out, env.Data)
 	}
 	return out
+}
+
+// approveVoid has the clerk ask to void inv and the approver approve it
+// (a void is consequential, ADR-0022): the clerk's next void takes effect.
+func approveVoid(t *testing.T, b *bundle, inv *invoices.Invoice) {
+	t.Helper()
+	r := b.h.Do(t, http.MethodPost, "/v1/invoices/"+inv.ID.String()+"/void", b.clerk, nil)
+	require.Equal(t, http.StatusForbidden, r.StatusCode, "%s", r.Body)
+	r = b.h.Do(t, http.MethodPost, "/v1/approvals/"+r.Problem(t)["approval_id"].(string)+"/approve", b.approver, nil)
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 }
 
 // creditNote credits 10.00 of inv through the API, approved by the
