@@ -6,6 +6,7 @@ package mail
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/mail"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	gomail "github.com/wneessen/go-mail"
 )
@@ -154,7 +156,7 @@ func (s *Sender) Send(ctx context.Context, m Message) error {
 	if err := msg.To(m.To); err != nil {
 		return fmt.Errorf("to: %w", err)
 	}
-	msg.Subject(m.Subject)
+	msg.SetGenHeaderPreformatted(gomail.HeaderSubject, encodeWords(m.Subject))
 	msg.SetMessageIDWithValue(m.ID)
 	msg.SetDate()
 	msg.SetUserAgent("invoiced")
@@ -221,4 +223,32 @@ func (s *Sender) Domain() string {
 	a, _ := ParseAddress(s.from) // checked by NewSender
 	_, domain, _ := strings.Cut(a.Address, "@")
 	return domain
+}
+
+// wordBytes is how many bytes of text one encoded word carries: 52
+// base64 characters, so "=?UTF-8?B?…?=" is 64 and "Subject: " with the
+// first word stays within RFC 5322's 78-character line.
+const wordBytes = 39
+
+// encodeWords writes s as RFC 2047 encoded words (UTF-8, base64), folded
+// one a line, whatever s holds. go-mail, like mime.WordEncoder, leaves
+// ASCII text as it is, and ASCII can spell an encoded word: a customer
+// named "=?utf-8?q?=E2=80=AE?=" would reach an approver's mail client
+// as a right-to-left override in the subject. Inside an encoded word it
+// is the literal text it is: decoders never decode twice. Words are cut
+// between runes, as RFC 2047 §5 asks.
+func encodeWords(s string) string {
+	var words []string
+	for len(s) > 0 {
+		n := min(len(s), wordBytes)
+		for n < len(s) && n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		if n == 0 { // not UTF-8 at all: cut anywhere rather than loop
+			n = min(len(s), wordBytes)
+		}
+		words = append(words, "=?UTF-8?B?"+base64.StdEncoding.EncodeToString([]byte(s[:n]))+"?=")
+		s = s[n:]
+	}
+	return strings.Join(words, "\r\n ")
 }

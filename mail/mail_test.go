@@ -2,6 +2,7 @@ package mail_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +85,27 @@ func TestNewSenderRefusesABadFromAddress(t *testing.T) {
 	t.Parallel()
 	_, err := mail.NewSender(mail.Server{Host: "h", Port: 25}, "not an address")
 	require.Error(t, err)
+}
+
+// A subject is always RFC 2047 encoded words, so text that spells an
+// encoded word (a customer named "=?utf-8?q?=E2=80=AE?=") reaches the
+// reader as that literal text, never as the right-to-left override it
+// spells; a long subject of many scripts comes back whole.
+func TestSubjectIsAlwaysEncoded(t *testing.T) {
+	t.Parallel()
+	srv := mailtest.Start(t)
+	s := srv.Sender(t, "billing@example.com")
+	ctx := context.Background()
+	for i, subject := range []string{
+		"Approval needed: =?utf-8?q?=E2=80=AEexe.fdp?= GmbH",
+		"=?UTF-8?B?4oCu?=",
+		"plain ASCII",
+		"Rechnung für Ärzte — 請求書 " + strings.Repeat("Ωμέγα ", 20),
+	} {
+		require.NoError(t, s.Send(ctx, mail.Message{To: "bob@example.com", Subject: subject, Text: "x", HTML: "<p>x</p>", ID: fmt.Sprintf("s%d@example.com", i)}))
+		got := srv.Wait(t, i+1, 5*time.Second)[i]
+		require.Equal(t, subject, got.Subject)
+		require.NotContains(t, got.Subject, "\u202e")
+		require.True(t, strings.HasPrefix(got.Header.Get("Subject"), "=?UTF-8?B?"), got.Header.Get("Subject"))
+	}
 }
