@@ -44,7 +44,7 @@ test: vet node-deps
 # lockfile changes. The flags are
 # internal/nodetest's CIFlags (npm's 5-minute wait on a stalled fetch cut
 # to 30 s, with retries).
-NODE_DIRS := e2e e2e/mcp web/e2e openapi
+NODE_DIRS := e2e e2e/mcp e2e/facturx web/e2e openapi
 NPM_CI := npm ci --no-audit --no-fund --loglevel=error --fetch-timeout=30000 --fetch-retries=4
 
 ## node-deps: install the pinned Node.js packages of the test folders (npm ci where a lockfile changed).

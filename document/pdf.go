@@ -37,6 +37,15 @@ const (
 // the same bytes. Every text is drawn as printable makes it, whatever it
 // holds.
 func Render(d *Document) ([]byte, error) {
+	r, err := draw(d)
+	if err != nil {
+		return nil, err
+	}
+	return r.output()
+}
+
+// draw checks d and draws its pages.
+func draw(d *Document) (*renderer, error) {
 	if d.Created.IsZero() || d.Modified.IsZero() {
 		// fpdf would stamp the current time, and the bytes would differ
 		// on every render.
@@ -60,9 +69,14 @@ func Render(d *Document) ([]byte, error) {
 	r.paymentTable()
 	r.text(r.t.note, r.d.Memo)
 	r.text(r.t.reason, r.d.Reason)
+	return r, nil
+}
+
+// output closes the document and returns its bytes.
+func (r *renderer) output() ([]byte, error) {
 	var buf bytes.Buffer
 	if err := r.pdf.Output(&buf); err != nil {
-		return nil, fmt.Errorf("document: render %s: %w", d.FileName(), err)
+		return nil, fmt.Errorf("document: render %s: %w", r.d.FileName(), err)
 	}
 	return buf.Bytes(), nil
 }
