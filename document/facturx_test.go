@@ -67,7 +67,7 @@ func TestFacturXIsAPDFA3WithItsCII(t *testing.T) {
 	for _, d := range facturXDocuments() {
 		cii, err := einvoice.Generate(einvoice.Invoice{Document: d}, einvoice.CII)
 		require.NoError(t, err)
-		pdf, err := document.FacturX(d, cii)
+		pdf, err := einvoice.Generate(einvoice.Invoice{Document: d}, einvoice.FacturX)
 		require.NoError(t, err)
 		again, err := document.FacturX(d, cii)
 		require.NoError(t, err)

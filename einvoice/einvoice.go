@@ -200,10 +200,10 @@ func CheckCurrency(field, currency string) error {
 	return nil
 }
 
-// Generate writes inv in format f: the XML formats (Factur-X is a PDF,
-// written from CII's bytes by the package that writes PDFs). It refuses
-// an invoice EN 16931 cannot state (CheckCurrency) and a draft, which is
-// no invoice yet.
+// Generate writes inv in format f: the XML formats, and Factur-X, the
+// PDF (document.FacturX) with inv's CII inside. It refuses an invoice EN
+// 16931 cannot state (CheckCurrency) and a draft, which is no invoice
+// yet.
 func Generate(inv Invoice, f Format) ([]byte, error) {
 	if inv.Document == nil || inv.Number == "" || inv.IssueDate.IsZero() {
 		return nil, fmt.Errorf("einvoice: only an issued invoice or credit note has an e-invoice")
@@ -217,6 +217,12 @@ func Generate(inv Invoice, f Format) ([]byte, error) {
 		return writeUBL(v)
 	case CII, XRechnungCII:
 		return writeCII(v)
+	case FacturX:
+		cii, err := writeCII(newView(inv, CII))
+		if err != nil {
+			return nil, err
+		}
+		return document.FacturX(inv.Document, cii)
 	}
 	return nil, fmt.Errorf("einvoice: %q is not an XML format this package writes", f)
 }
