@@ -80,7 +80,7 @@ bench-chat: bench/peer/node_modules/.package-lock.json
 bench-chat-long:
 	$(GO) run ./steploop/internal/benchchat long
 
-## bench-mcp: get-customer over MCP tools/call vs POST /v1/capabilities/{name}/invoke, at 1/8/32 (BENCHMARKS.md).
+## bench-mcp: get-customer over MCP tools/call (API token, OAuth token) vs POST /v1/capabilities/{name}/invoke, at 1/8/32, and the OAuth token endpoint's issues/s (BENCHMARKS.md).
 bench-mcp:
 	$(GO) run ./bench/mcp
 

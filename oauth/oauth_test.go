@@ -487,6 +487,10 @@ func TestSingleUse(t *testing.T) {
 	}
 	require.Equal(t, 1, won, statuses)
 	require.Equal(t, 1, b.granted(t)[0])
+	var revoked bool
+	require.NoError(t, b.h.Pool.QueryRow(context.Background(),
+		`SELECT revoked_at IS NOT NULL FROM api_tokens WHERE oauth_client_id IS NOT NULL`).Scan(&revoked))
+	require.True(t, revoked, "the code's reuse revoked what its first exchange won")
 
 	f = b.flow()
 	status, tok := b.token(t, b.exchange(f, b.code(t, f)))
@@ -538,4 +542,26 @@ func TestClientMetadataDocument(t *testing.T) {
 	r := b.browser(t).get("/oauth/authorize?" + f.q.Encode())
 	require.Equal(t, http.StatusUnprocessableEntity, r.status)
 	require.Contains(t, r.body, `"field":"client_id"`)
+}
+
+// The sweep deletes tokens past their end and authorizations a day past
+// theirs; the grant stays listed.
+func TestSweep(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	f := b.flow()
+	status, _ := b.token(t, b.exchange(f, b.code(t, f)))
+	require.Equal(t, http.StatusOK, status)
+	ctx := context.Background()
+	n, err := oauth.Sweep(ctx, b.h.Pool)
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing has ended yet")
+	_, err = b.h.Pool.Exec(ctx, `UPDATE oauth_tokens SET expires_at = now() - interval '1 second'`)
+	require.NoError(t, err)
+	_, err = b.h.Pool.Exec(ctx, `UPDATE oauth_authorizations SET expires_at = now() - interval '25 hours'`)
+	require.NoError(t, err)
+	n, err = oauth.Sweep(ctx, b.h.Pool)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, n, "an access token, a refresh token, an authorization")
+	require.Equal(t, [2]int{1, 0}, b.granted(t))
 }

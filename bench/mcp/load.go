@@ -71,16 +71,26 @@ func restSide(s *server) side {
 	}}
 }
 
-func mcpSide(s *server) side {
-	url := s.base + "/mcp"
-	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get-customer","arguments":{"customer_id":"` + s.customerID.String() + `"}}}`)
-	return side{name: "MCP", newWorker: func(c *http.Client) (func() error, error) {
-		session, err := initialize(c, url, s.token)
+// mcpCall is tools/call of get-customer on /mcp, as some token.
+type mcpCall struct {
+	url  string
+	body []byte
+}
+
+func mcpSide(s *server) mcpCall {
+	return mcpCall{url: s.base + "/mcp",
+		body: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get-customer","arguments":{"customer_id":"` + s.customerID.String() + `"}}}`)}
+}
+
+// withToken is a worker of the call in its own session of token.
+func (m mcpCall) withToken(token string) func(c *http.Client) (func() error, error) {
+	return func(c *http.Client) (func() error, error) {
+		session, err := initialize(c, m.url, token)
 		if err != nil {
 			return nil, err
 		}
-		return func() error { return exchange(c, url, s.token, session, body, `"Bench GmbH"`) }, nil
-	}}
+		return func() error { return exchange(c, m.url, token, session, m.body, `"Bench GmbH"`) }, nil
+	}
 }
 
 // initialize opens an MCP session and returns its id.

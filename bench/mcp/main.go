@@ -1,10 +1,13 @@
 // Command bench-mcp is `make bench-mcp`: the same read capability
 // (get-customer, one primary-key lookup) called over MCP (tools/call on
-// /mcp, one session per worker) and over REST (POST
+// /mcp, one session per worker) with an API token and with an OAuth
+// access token (ADR-0023), and over REST (POST
 // /v1/capabilities/get-customer/invoke), closed-loop at concurrency 1, 8
 // and 32 against one `invoiced serve`. It prints calls/s, p50/p99 and the
-// server's CPU per call of each, and the ratio MCP/REST. It is a command,
-// not a test: targets are read off its output, never asserted.
+// server's CPU per call of each, the ratios MCP/REST and OAuth/MCP, and
+// then the token endpoint's issue rate (refresh_token grants, each
+// issuing an access and a refresh token). It is a command, not a test:
+// targets are read off its output, never asserted.
 //
 // Both clients are raw HTTP loops that send pre-encoded bodies and read
 // the whole answer, so the load generator costs each side about the same;
@@ -26,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -92,7 +96,18 @@ func run() error {
 		return err
 	}
 	defer srv.stop()
-	sides := []side{restSide(srv), mcpSide(srv)}
+	// One grant per worker at the highest level for each OAuth side,
+	// approved through the consent page before any round.
+	most := slices.Max(set.levels)
+	oc, err := newOAuthClient(ctx, srv, srv.dbURL)
+	if err != nil {
+		return err
+	}
+	grants, err := oc.grants(2 * most)
+	if err != nil {
+		return err
+	}
+	sides := []side{restSide(srv), {name: "MCP", newWorker: mcpSide(srv).withToken(srv.token)}, mcpOAuthSide(srv, grants[:most])}
 	for _, s := range sides {
 		if _, err := load(s, 8, time.Second); err != nil {
 			return fmt.Errorf("%s: warm-up: %w", s.name, err)
@@ -118,38 +133,60 @@ func run() error {
 			results[i] = append(results[i], median(runs[i]))
 		}
 	}
-	report(set, results[0], results[1])
+	tokens := tokenSide(oc, grants[most:])
+	var issued []result
+	for _, c := range set.levels {
+		var runs []result
+		for r := 0; r < set.rounds; r++ {
+			res, err := measure(tokens, srv.pid, c, set.dur)
+			if err != nil {
+				return fmt.Errorf("token: %w", err)
+			}
+			runs = append(runs, res)
+		}
+		issued = append(issued, median(runs))
+	}
+	report(set, sides, results, issued)
 	return nil
 }
 
-func report(set settings, rest, mcp []result) {
-	fmt.Printf("bench-mcp: get-customer over REST (POST /v1/capabilities/get-customer/invoke) and MCP (tools/call);\n"+
-		"each figure the median of %d alternating rounds of %s per level and side\n\n", set.rounds, set.dur)
+func report(set settings, sides []side, results [][]result, issued []result) {
+	fmt.Printf("bench-mcp: get-customer over REST (POST /v1/capabilities/get-customer/invoke) and MCP (tools/call)\n"+
+		"with an API token (MCP) and an OAuth access token (OAuth); each figure the median of %d alternating\n"+
+		"rounds of %s per level and side\n\n", set.rounds, set.dur)
+	row := func(name string, r result) {
+		rounds := make([]string, len(r.rounds))
+		for k, v := range r.rounds {
+			rounds[k] = strconv.Itoa(int(v))
+		}
+		fmt.Printf("%-5s %5d %10.0f %10s %10s %7d %14s   %s\n", name, r.conc, r.rps,
+			r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.errors,
+			r.cpuServer.Round(time.Microsecond), strings.Join(rounds, " "))
+	}
 	fmt.Printf("%-5s %5s %10s %10s %10s %7s %14s   %s\n", "side", "conc", "calls/s", "p50", "p99", "errors", "server CPU/call", "calls/s of each round")
+	rest, mcp, oauth := results[0], results[1], results[2]
 	for i := range rest {
-		for _, r := range []struct {
-			name string
-			res  result
-		}{{"REST", rest[i]}, {"MCP", mcp[i]}} {
-			rounds := make([]string, len(r.res.rounds))
-			for k, v := range r.res.rounds {
-				rounds[k] = strconv.Itoa(int(v))
-			}
-			fmt.Printf("%-5s %5d %10.0f %10s %10s %7d %14s   %s\n", r.name, r.res.conc, r.res.rps,
-				r.res.p50.Round(10*time.Microsecond), r.res.p99.Round(10*time.Microsecond), r.res.errors,
-				r.res.cpuServer.Round(time.Microsecond), strings.Join(rounds, " "))
+		for k, s := range sides {
+			row(s.name, results[k][i])
 		}
 	}
 	fmt.Println()
 	for i := range rest {
-		fmt.Printf("concurrency %2d: MCP/REST calls/s %.0f %%, p99 %s vs %s\n", rest[i].conc, 100*mcp[i].rps/rest[i].rps,
-			mcp[i].p99.Round(10*time.Microsecond), rest[i].p99.Round(10*time.Microsecond))
+		fmt.Printf("concurrency %2d: MCP/REST calls/s %.0f %%, p99 %s vs %s; OAuth/MCP calls/s %.1f %%, CPU/call %s vs %s\n",
+			rest[i].conc, 100*mcp[i].rps/rest[i].rps, mcp[i].p99.Round(10*time.Microsecond), rest[i].p99.Round(10*time.Microsecond),
+			100*oauth[i].rps/mcp[i].rps, oauth[i].cpuServer.Round(time.Microsecond), mcp[i].cpuServer.Round(time.Microsecond))
+	}
+	fmt.Printf("\ntoken endpoint (refresh_token grant: an access and a refresh token issued, the old one used up)\n")
+	fmt.Printf("%-5s %5s %10s %10s %10s %7s %14s   %s\n", "", "conc", "issues/s", "p50", "p99", "errors", "server CPU/issue", "issues/s of each round")
+	for _, r := range issued {
+		row("token", r)
 	}
 }
 
 // server is a running `invoiced serve` over a fresh database.
 type server struct {
 	base, token string
+	dbURL       string
 	customerID  uuid.UUID
 	pid         int
 	stop        func()
@@ -172,6 +209,7 @@ func startServer(ctx context.Context, admin string) (*server, error) {
 		cleanup()
 		return nil, err
 	}
+	s.dbURL = dbURL
 	stopServe := s.stop
 	s.stop = func() { stopServe(); cleanup() }
 	return s, nil
