@@ -37,6 +37,10 @@ const (
 	FacturX      Format = "facturx"
 )
 
+// None is a customer's format when it takes no e-invoice: the PDF alone.
+// It is no format: Generate and ParseFormat refuse it.
+const None Format = "none"
+
 // formats lists every format, in the order the API documents them.
 var formats = []Format{UBL, CII, XRechnungUBL, XRechnungCII, Peppol, FacturX}
 

@@ -69,7 +69,9 @@ const (
 		"tax_number": {"type": "string", "maxLength": 50, "description": "national tax number, where there is no VAT id"},
 		"buyer_reference": {"type": "string", "maxLength": 200, "description": "the reference the buyer asks invoices to quote (a German Leitweg-ID)"},
 		"language": {"type": "string", "enum": ["en", "de", "fr"], "description": "the language of their documents; en when created without"},
-		"payment_terms_days": {"type": ["integer", "null"], "minimum": 0, "maximum": 365, "description": "days net their invoices give; null: the seller's"}`
+		"payment_terms_days": {"type": ["integer", "null"], "minimum": 0, "maximum": 365, "description": "days net their invoices give; null: the seller's"},
+		"einvoice_format": {"type": "string", "enum": ["none", "ubl", "cii", "xrechnung-ubl", "xrechnung-cii", "peppol", "facturx"], "description": "the e-invoice they take (none: the PDF alone); issuing checks their drafts against the format's rules: XRechnung needs a buyer reference (Leitweg-ID), Peppol their peppol_id"},
+		"peppol_id": {"type": "string", "maxLength": 260, "description": "their Peppol participant id, scheme:identifier (0088:4035811991021, 9930:DE136695976); empty clears it"}`
 	targetSchema   = `{"type": "object", "additionalProperties": false, "required": ["invoice_id"], "properties": {"invoice_id": ` + uuidSchema + `}}`
 	customerTarget = `{"type": "object", "additionalProperties": false, "required": ["customer_id"], "properties": {"customer_id": ` + uuidSchema + `}}`
 )
@@ -107,7 +109,7 @@ func customerCapabilities(svc *Service) []capability.Capability {
 		}, Handler: svc.CustomerCreate},
 		{Descriptor: capability.Descriptor{
 			Name:        CapUpdateCustomer,
-			Description: "Change a customer's name, email, default currency, postal address, VAT id, tax number, buyer reference, language or payment terms; fields left out stay as they are (an address sent replaces the whole address). Existing invoices keep their own currency; issued ones keep the customer as it was. Returns the updated customer.",
+			Description: "Change a customer's name, email, default currency, postal address, VAT id, tax number, buyer reference, language, payment terms, e-invoice format or Peppol id; fields left out stay as they are (an address sent replaces the whole address). Existing invoices keep their own currency; issued ones keep the customer as it was. Returns the updated customer.",
 			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["customer_id"], "properties": {"customer_id": ` + uuidSchema + `, "name": ` + nameSchema + `, "email": ` + emailSchema + `, "currency": ` + currencySchema + `, ` + customerFieldsSchema + `}}`),
 			Risk:        capability.RiskBound,
 		}, Handler: svc.CustomerUpdate},

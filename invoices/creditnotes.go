@@ -22,13 +22,21 @@ type CreditNote struct {
 	InvoiceNumber string    `json:"invoice_number"`
 	// InvoiceIssuedAt is when the invoice it corrects was issued, for its
 	// document (Article 219: a correcting document names the invoice).
-	InvoiceIssuedAt time.Time    `json:"-"`
-	Currency        string       `json:"currency"`
-	Reason          string       `json:"reason"`
-	Lines           []CreditLine `json:"lines"`
-	Subtotal        int64        `json:"subtotal"`
-	TaxTotal        int64        `json:"tax_total"`
-	Total           int64        `json:"total"`
+	InvoiceIssuedAt time.Time `json:"-"`
+	// InvoiceBuyerReference is the invoice's buyer reference, which its
+	// credit notes quote as it did.
+	InvoiceBuyerReference string `json:"-"`
+	// InvoiceSupplyDate and InvoicePeriod are the supply the invoice
+	// billed, which its credit notes' e-invoices state (BR-IC-11 asks it
+	// of an intra-community supply's).
+	InvoiceSupplyDate *Date        `json:"-"`
+	InvoicePeriod     *Period      `json:"-"`
+	Currency          string       `json:"currency"`
+	Reason            string       `json:"reason"`
+	Lines             []CreditLine `json:"lines"`
+	Subtotal          int64        `json:"subtotal"`
+	TaxTotal          int64        `json:"tax_total"`
+	Total             int64        `json:"total"`
 	// BillTo is whom the credited invoice billed.
 	BillTo BillTo `json:"bill_to"`
 	// Seller is who issued the credit note, as the seller settings said

@@ -3,6 +3,7 @@ package invoices
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/page"
@@ -10,16 +11,23 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-const creditNoteColumns = `c.id, c.number, c.invoice_id, i.number, i.issued_at, c.currency, c.reason, c.subtotal, c.tax_total, c.total,
-	c.bill_to, c.seller, c.invoice_version, c.approval_id, c.issued_by, c.issued_at`
+const creditNoteColumns = `c.id, c.number, c.invoice_id, i.number, i.issued_at, i.buyer_reference, c.currency, c.reason, c.subtotal, c.tax_total, c.total,
+	c.bill_to, c.seller, c.invoice_version, c.approval_id, c.issued_by, c.issued_at, i.supply_date, i.period_start, i.period_end`
 
 const creditNoteFrom = ` FROM credit_notes c JOIN invoices i ON i.id = c.invoice_id`
 
 func scanCreditNote(row pgx.Row) (*CreditNote, error) {
-	var cn CreditNote
-	if err := row.Scan(&cn.ID, &cn.Number, &cn.InvoiceID, &cn.InvoiceNumber, &cn.InvoiceIssuedAt, &cn.Currency, &cn.Reason, &cn.Subtotal, &cn.TaxTotal, &cn.Total,
-		&cn.BillTo, &cn.Seller, &cn.InvoiceVersion, &cn.ApprovalID, &cn.IssuedBy, &cn.IssuedAt); err != nil {
+	var (
+		cn                    CreditNote
+		supply, start, finish *time.Time
+	)
+	if err := row.Scan(&cn.ID, &cn.Number, &cn.InvoiceID, &cn.InvoiceNumber, &cn.InvoiceIssuedAt, &cn.InvoiceBuyerReference, &cn.Currency, &cn.Reason, &cn.Subtotal, &cn.TaxTotal, &cn.Total,
+		&cn.BillTo, &cn.Seller, &cn.InvoiceVersion, &cn.ApprovalID, &cn.IssuedBy, &cn.IssuedAt, &supply, &start, &finish); err != nil {
 		return nil, err
+	}
+	cn.InvoiceSupplyDate = dateOf(supply)
+	if start != nil && finish != nil {
+		cn.InvoicePeriod = &Period{Start: *dateOf(start), End: *dateOf(finish)}
 	}
 	cn.BillTo.Address = addressArg(cn.BillTo.Address)
 	cn.IssuedAt = cn.IssuedAt.UTC()
@@ -84,6 +92,7 @@ func CreditNoteIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, cn *CreditN
 		return nil, mapError(err, "credit note")
 	}
 	cn.InvoiceID, cn.InvoiceNumber, cn.Currency, cn.BillTo, cn.InvoiceVersion, cn.IssuedAt = inv.ID, deref(inv.Number), inv.Currency, billTo, inv.Version, at
+	cn.InvoiceBuyerReference, cn.InvoiceSupplyDate, cn.InvoicePeriod = inv.BuyerReference, inv.SupplyDate, inv.ServicePeriod
 	cn.Invoice = after
 	return cn, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/page"
@@ -29,6 +30,8 @@ type customerInput struct {
 	Language       *string        `json:"language"`
 	// PaymentTermsDays is absent (keep), null (the seller's) or days.
 	PaymentTermsDays json.RawMessage `json:"payment_terms_days"`
+	EInvoiceFormat   *string         `json:"einvoice_format"`
+	PeppolID         *string         `json:"peppol_id"`
 }
 
 // apply writes the members in sent onto c, each checked; the refusal
@@ -72,6 +75,26 @@ func (in customerInput) apply(c *Customer) error {
 	if in.Language != nil {
 		c.Language = *in.Language
 	}
+	if in.EInvoiceFormat != nil {
+		c.EInvoiceFormat = einvoice.None
+		if *in.EInvoiceFormat != string(einvoice.None) {
+			f, err := einvoice.ParseFormat("einvoice_format", *in.EInvoiceFormat)
+			if pe, ok := problem.As(err); ok {
+				bad = append(bad, pe.Errors...)
+			}
+			c.EInvoiceFormat = f
+		}
+	}
+	if in.PeppolID != nil {
+		c.PeppolID = ""
+		if strings.TrimSpace(*in.PeppolID) != "" {
+			e, err := einvoice.ParseEndpoint("peppol_id", *in.PeppolID)
+			if pe, ok := problem.As(err); ok {
+				bad = append(bad, pe.Errors...)
+			}
+			c.PeppolID = e.String()
+		}
+	}
 	if len(in.PaymentTermsDays) > 0 {
 		c.PaymentTermsDays = nil
 		if string(in.PaymentTermsDays) != "null" {
@@ -106,7 +129,7 @@ func (s *Service) CustomerCreate(ctx context.Context, call capability.Call) (any
 	if err != nil {
 		return nil, err
 	}
-	c := &Customer{ID: uuid.Must(uuid.NewV7()), Language: "en", CreatedAt: s.clock()}
+	c := &Customer{ID: uuid.Must(uuid.NewV7()), Language: "en", EInvoiceFormat: einvoice.None, CreatedAt: s.clock()}
 	if err := in.apply(c); err != nil {
 		return nil, err
 	}

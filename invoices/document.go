@@ -254,7 +254,7 @@ func InvoiceDocument(ctx context.Context, db store.Executor, id uuid.UUID) (*doc
 func CreditNoteDocument(cn *CreditNote, seller *Seller) *document.Document {
 	d := &document.Document{
 		Kind: document.KindCreditNote, ID: cn.ID.String(), Number: cn.Number, Currency: cn.Currency, Seller: issuer(cn.Seller, seller),
-		BillTo: billToParty(cn.BillTo), Language: document.Language(cn.BillTo.Language),
+		BillTo: billToParty(cn.BillTo), Language: document.Language(cn.BillTo.Language), BuyerReference: cn.InvoiceBuyerReference,
 		IssueDate: civil(cn.IssuedAt), Corrects: &document.Reference{Number: cn.InvoiceNumber, Date: civil(cn.InvoiceIssuedAt)},
 		Reason: cn.Reason, Subtotal: cn.Subtotal, TaxTotal: cn.TaxTotal, Total: cn.Total,
 		Created: cn.IssuedAt, Modified: cn.IssuedAt,

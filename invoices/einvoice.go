@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
@@ -31,7 +32,11 @@ func EInvoice(inv *Invoice, current *Seller) (einvoice.Invoice, error) {
 	if err := RequireSeller(d.Seller); err != nil {
 		return einvoice.Invoice{}, err
 	}
-	return einvoice.Invoice{Document: d}, nil
+	e := einvoice.Invoice{Document: d}
+	if inv.BillTo != nil && inv.BillTo.PeppolID != "" {
+		e.BuyerEndpoint, _ = einvoice.ParseEndpoint("peppol_id", inv.BillTo.PeppolID)
+	}
+	return e, nil
 }
 
 // InvoiceEInvoice reads invoice id (and the seller now, for one issued
@@ -68,5 +73,15 @@ func CreditNoteEInvoice(cn *CreditNote, current *Seller) (einvoice.Invoice, erro
 	if err := RequireSeller(d.Seller); err != nil {
 		return einvoice.Invoice{}, err
 	}
-	return einvoice.Invoice{Document: d}, nil
+	if cn.InvoiceSupplyDate != nil {
+		d.SupplyDate = cn.InvoiceSupplyDate.Time
+	}
+	if p := cn.InvoicePeriod; p != nil {
+		d.ServicePeriod = document.Period{Start: p.Start.Time, End: p.End.Time}
+	}
+	e := einvoice.Invoice{Document: d}
+	if cn.BillTo.PeppolID != "" {
+		e.BuyerEndpoint, _ = einvoice.ParseEndpoint("peppol_id", cn.BillTo.PeppolID)
+	}
+	return e, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/capability/caphttp"
 	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/jsondoc"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
@@ -354,4 +355,109 @@ func WritePDF(c echo.Context, d *document.Document) error {
 	hd.Set("ETag", etag)
 	hd.Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": d.FileName()}))
 	return c.Blob(http.StatusOK, "application/pdf", pdf)
+}
+
+// InvoiceEInvoice serves GET /v1/invoices/{id}/einvoice?format=…: the
+// issued invoice as an e-invoice, a rendering of get-invoice as the PDF
+// is. format defaults to the one the customer took when it was issued.
+func (h *Handler) InvoiceEInvoice(c echo.Context) error {
+	id, err := server.PathID(c, "invoice")
+	if err != nil {
+		return err
+	}
+	f, err := queryFormat(c)
+	if err != nil {
+		return err
+	}
+	if _, err := runRead[*Invoice](h, c, CapGetInvoice, "invoice_id", id); err != nil {
+		return err
+	}
+	e, inv, err := InvoiceEInvoice(c.Request().Context(), h.DB, id)
+	if err != nil {
+		return err
+	}
+	if f == "" && inv.BillTo != nil {
+		f = inv.BillTo.EInvoiceFormat
+	}
+	return writeEInvoice(c, e, f)
+}
+
+// CreditNoteEInvoice serves GET /v1/credit-notes/{id}/einvoice?format=…,
+// a rendering of get-credit-note.
+func (h *Handler) CreditNoteEInvoice(c echo.Context) error {
+	id, err := server.PathID(c, "credit note")
+	if err != nil {
+		return err
+	}
+	f, err := queryFormat(c)
+	if err != nil {
+		return err
+	}
+	cn, err := runRead[*CreditNote](h, c, CapGetCreditNote, "credit_note_id", id)
+	if err != nil {
+		return err
+	}
+	var current *Seller
+	if cn.Seller == nil {
+		if current, err = CurrentSeller(c.Request().Context(), h.DB); err != nil {
+			return err
+		}
+	}
+	e, err := CreditNoteEInvoice(cn, current)
+	if err != nil {
+		return err
+	}
+	if f == "" {
+		f = cn.BillTo.EInvoiceFormat
+	}
+	return writeEInvoice(c, e, f)
+}
+
+// queryFormat is the format query parameter, "" when absent.
+func queryFormat(c echo.Context) (einvoice.Format, error) {
+	s := c.QueryParam("format")
+	if s == "" {
+		return "", nil
+	}
+	return einvoice.ParseFormat("format", s)
+}
+
+// CodeFormatRequired is the 422 problem code of an e-invoice asked for
+// without a format, of a document whose customer took none.
+const CodeFormatRequired = "EINVOICE_FORMAT_REQUIRED"
+
+// writeEInvoice answers with e in format f, as an attachment named by
+// its number; the ETag is a hash of the bytes, the same for the same
+// document (304 to a client that holds them, through the server's
+// If-None-Match middleware).
+func writeEInvoice(c echo.Context, e einvoice.Invoice, f einvoice.Format) error {
+	if f == "" || f == einvoice.None {
+		e := problem.New(http.StatusUnprocessableEntity, CodeFormatRequired,
+			"the customer took no e-invoice format when this was issued: name one with ?format=")
+		e.Errors = []problem.FieldError{{Field: "format", Code: CodeFormatRequired, Message: "is required"}}
+		return e
+	}
+	b, err := EInvoiceBytes(e, f)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(b)
+	hd := c.Response().Header()
+	hd.Set("ETag", `"`+hex.EncodeToString(sum[:16])+`"`)
+	hd.Set("Cache-Control", "private, no-cache")
+	hd.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": einvoice.FileName(e.Number, f)}))
+	return c.Blob(http.StatusOK, f.ContentType(), b)
+}
+
+// EInvoiceBytes writes e in format f. Factur-X, a PDF/A-3 with the CII
+// embedded, is written by the code that sends invoices once it lands
+// (issue 41): until then it is a 422 naming the formats served.
+func EInvoiceBytes(e einvoice.Invoice, f einvoice.Format) ([]byte, error) {
+	if f == einvoice.FacturX {
+		e := problem.New(http.StatusUnprocessableEntity, einvoice.CodeUnknownFormat,
+			"facturx is not served yet: ask for cii, the XML a Factur-X embeds, or ubl, xrechnung-ubl, xrechnung-cii, peppol")
+		e.Errors = []problem.FieldError{{Field: "format", Code: einvoice.CodeUnknownFormat, Message: "facturx is not served yet"}}
+		return nil, e
+	}
+	return einvoice.Generate(e, f)
 }

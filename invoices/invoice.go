@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/money"
 	"github.com/invoiced/invoiced/page"
@@ -132,10 +133,16 @@ type Customer struct {
 	Language string `json:"language"`
 	// PaymentTermsDays is the days net its invoices give by default; nil
 	// takes the seller's.
-	PaymentTermsDays *int      `json:"payment_terms_days"`
-	Version          int64     `json:"version"`
-	CreatedAt        time.Time `json:"created_at"`
-	UpdatedAt        time.Time `json:"updated_at"`
+	PaymentTermsDays *int `json:"payment_terms_days"`
+	// EInvoiceFormat is the e-invoice format the customer takes, or
+	// einvoice.None; issuing checks a draft against its rules.
+	EInvoiceFormat einvoice.Format `json:"einvoice_format"`
+	// PeppolID is the customer's Peppol participant id
+	// (einvoice.Endpoint's "scheme:identifier"), empty when unknown.
+	PeppolID  string    `json:"peppol_id"`
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Languages are those documents are written in.
@@ -306,6 +313,10 @@ type BillTo struct {
 	VATID     party.VATID   `json:"vat_id"`
 	TaxNumber string        `json:"tax_number"`
 	Language  string        `json:"language"`
+	// EInvoiceFormat and PeppolID are the customer's as at issue; invoices
+	// issued before e-invoices leave them out.
+	EInvoiceFormat einvoice.Format `json:"einvoice_format,omitempty"`
+	PeppolID       string          `json:"peppol_id,omitempty"`
 }
 
 // ResourceVersion is the version the ETag carries.

@@ -16,12 +16,14 @@ const (
 	customerOutSchema = `{
 		"type": "object",
 		"required": ["id", "name", "email", "currency", "address", "vat_id", "tax_number", "buyer_reference", "language", "payment_terms_days",
-			"version", "created_at", "updated_at"],
+			"einvoice_format", "peppol_id", "version", "created_at", "updated_at"],
 		"properties": {
 			"id": ` + uuidSchema + `, "name": {"type": "string"}, "email": {"type": "string"},
 			"currency": {"type": "string"}, "address": ` + addressOutSchema + `, "vat_id": {"type": "string"}, "tax_number": {"type": "string"},
 			"buyer_reference": {"type": "string"}, "language": {"type": "string", "enum": ["en", "de", "fr"]},
-			"payment_terms_days": {"type": ["integer", "null"]}, "version": {"type": "integer"},
+			"payment_terms_days": {"type": ["integer", "null"]},
+			"einvoice_format": {"type": "string", "enum": ["none", "ubl", "cii", "xrechnung-ubl", "xrechnung-cii", "peppol", "facturx"]},
+			"peppol_id": {"type": "string"}, "version": {"type": "integer"},
 			"created_at": ` + timeOutSchema + `, "updated_at": ` + timeOutSchema + `
 		}
 	}`
@@ -76,7 +78,8 @@ const (
 	}`
 	billToOutSchema = `{"type": ["object", "null"], "required": ["name", "email", "address", "vat_id", "tax_number", "language"],
 		"properties": {"name": {"type": "string"}, "email": {"type": "string"}, "address": ` + addressOutSchema + `,
-			"vat_id": {"type": "string"}, "tax_number": {"type": "string"}, "language": {"type": "string"}}}`
+			"vat_id": {"type": "string"}, "tax_number": {"type": "string"}, "language": {"type": "string"},
+			"einvoice_format": {"type": "string"}, "peppol_id": {"type": "string"}}}`
 	// sellerOutSchema is who issued an invoice or credit note, as at issue.
 	sellerOutSchema = `{"type": ["object", "null"],
 		"required": ["legal_name", "trading_name", "address", "vat_id", "tax_number", "registration", "contact", "bank_accounts", "payment_terms_days"],

@@ -9,6 +9,7 @@ import (
 
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/approvals"
+	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/stretchr/testify/require"
@@ -56,7 +57,8 @@ func TestBuyerAndTermsAreFrozenAtIssue(t *testing.T) {
 	require.Equal(t, 14, *issued.PaymentTermsDays)
 	require.Equal(t, "PO-4711", issued.PurchaseOrder)
 	require.Equal(t, "04011000-12345-67", issued.BuyerReference, "the draft named none: the customer's, frozen")
-	require.Equal(t, invoices.BillTo{Name: "Nordlicht GmbH", Address: c.Address, VATID: c.VATID, Language: "de"}, *issued.BillTo)
+	require.Equal(t, invoices.BillTo{Name: "Nordlicht GmbH", Address: c.Address, VATID: c.VATID, Language: "de", EInvoiceFormat: einvoice.None},
+		*issued.BillTo, "the e-invoice format as at issue too")
 
 	// Changing the customer later changes nothing issued.
 	r = b.h.Do(t, http.MethodPatch, "/v1/customers/"+c.ID.String(), b.clerk, map[string]any{"vat_id": "", "address": map[string]any{"city": "Hamburg", "country": "DE"}})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/party"
 	"github.com/invoiced/invoiced/problem"
@@ -33,12 +34,12 @@ func mapError(err error, what string) error {
 // ---- customers ----
 
 const customerColumns = `id, name, email, currency, address, vat_id, tax_number, buyer_reference, language, payment_terms_days,
-	version, created_at, updated_at`
+	einvoice_format, peppol_id, version, created_at, updated_at`
 
 func scanCustomer(row pgx.Row) (*Customer, error) {
 	var c Customer
 	if err := row.Scan(&c.ID, &c.Name, &c.Email, &c.Currency, &c.Address, &c.VATID, &c.TaxNumber, &c.BuyerReference, &c.Language,
-		&c.PaymentTermsDays, &c.Version, &c.CreatedAt, &c.UpdatedAt); err != nil {
+		&c.PaymentTermsDays, &c.EInvoiceFormat, &c.PeppolID, &c.Version, &c.CreatedAt, &c.UpdatedAt); err != nil {
 		return nil, err
 	}
 	if c.Address.Lines == nil {
@@ -53,10 +54,10 @@ func scanCustomer(row pgx.Row) (*Customer, error) {
 func CustomerCreate(ctx context.Context, db store.Executor, c *Customer) (*Customer, error) {
 	row := db.QueryRow(ctx, `
 		INSERT INTO customers (id, name, email, currency, address, vat_id, tax_number, buyer_reference, language, payment_terms_days,
-			created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)
+			created_at, updated_at, einvoice_format, peppol_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13)
 		RETURNING `+customerColumns, c.ID, c.Name, c.Email, c.Currency, addressArg(c.Address), c.VATID, c.TaxNumber, c.BuyerReference,
-		cmp.Or(c.Language, "en"), c.PaymentTermsDays, c.CreatedAt)
+		cmp.Or(c.Language, "en"), c.PaymentTermsDays, c.CreatedAt, cmp.Or(c.EInvoiceFormat, einvoice.None), c.PeppolID)
 	out, err := scanCustomer(row)
 	if err != nil {
 		return nil, mapError(err, "customer")
@@ -96,7 +97,7 @@ func customerAndSeller(ctx context.Context, db store.Executor, query string, id 
 	)
 	err := db.QueryRow(ctx, query, id).Scan(
 		&c.ID, &c.Name, &c.Email, &c.Currency, &c.Address, &c.VATID, &c.TaxNumber, &c.BuyerReference, &c.Language,
-		&c.PaymentTermsDays, &c.Version, &c.CreatedAt, &c.UpdatedAt, &s)
+		&c.PaymentTermsDays, &c.EInvoiceFormat, &c.PeppolID, &c.Version, &c.CreatedAt, &c.UpdatedAt, &s)
 	if err != nil {
 		return nil, nil, mapError(err, "customer")
 	}
@@ -125,10 +126,11 @@ func addressArg(a party.Address) party.Address {
 func CustomerUpdateTx(ctx context.Context, tx pgx.Tx, c *Customer, at time.Time) (*Customer, error) {
 	out, err := scanCustomer(tx.QueryRow(ctx, `
 		UPDATE customers SET name = $2, email = $3, currency = $4, address = $6, vat_id = $7, tax_number = $8,
-			buyer_reference = $9, language = $10, payment_terms_days = $11, version = version + 1, updated_at = $5
+			buyer_reference = $9, language = $10, payment_terms_days = $11, einvoice_format = $12, peppol_id = $13,
+			version = version + 1, updated_at = $5
 		WHERE id = $1
 		RETURNING `+customerColumns, c.ID, c.Name, c.Email, c.Currency, at, addressArg(c.Address), c.VATID, c.TaxNumber,
-		c.BuyerReference, c.Language, c.PaymentTermsDays))
+		c.BuyerReference, c.Language, c.PaymentTermsDays, cmp.Or(c.EInvoiceFormat, einvoice.None), c.PeppolID))
 	if err != nil {
 		return nil, mapError(err, "customer")
 	}
@@ -438,7 +440,7 @@ func InvoiceIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, prefix string,
 			number = $5 || lpad(seq.last_seq::text, greatest(6, length(seq.last_seq::text)), '0'),
 			issued_at = $4, version = invoices.version + 1, updated_at = $4,
 			bill_to = jsonb_build_object('name', c.name, 'email', c.email, 'address', c.address, 'vat_id', c.vat_id,
-				'tax_number', c.tax_number, 'language', c.language),
+				'tax_number', c.tax_number, 'language', c.language, 'einvoice_format', c.einvoice_format, 'peppol_id', c.peppol_id),
 			seller = (SELECT `+sellerFrozen+` FROM seller),
 			-- The reference the invoice quotes is fixed with it: the
 			-- draft's own, else the customer's as it is now.
