@@ -153,6 +153,8 @@ var fuzzRoutes = []fuzzRoute{
 	{"POST", "/oauth/consent/{}", idNone},
 	{"POST", "/oauth/token", idNone},
 	{"POST", "/oauth/revoke", idNone},
+	{"GET", "/v1/invoices/{}/einvoice", idIssued},
+	{"GET", "/v1/credit-notes/{}/einvoice", idCreditNote},
 }
 
 // fuzzInput is one fuzzed request.

@@ -57,16 +57,18 @@ func TestEveryETagHonoursIfNoneMatch(t *testing.T) {
 		path, token string
 		headers     []string
 	}{
-		"get-invoice":          {"/v1/invoices/" + draft.ID.String(), clerkTok, nil},
-		"get-invoice-pdf":      {"/v1/invoices/" + draft.ID.String() + "/pdf", clerkTok, nil},
-		"get-customer":         {"/v1/customers/" + draft.CustomerID.String(), clerkTok, nil},
-		"get-credit-note-pdf":  {"/v1/credit-notes/" + cn.ID.String() + "/pdf", clerkTok, nil},
-		"get-approval":         {"/v1/approvals/" + aid, bobTok, nil},
-		"get-approval-policy":  {"/v1/approval-policy", adminTok, nil},
-		"get-user":             {"/v1/users/" + clerk.ID.String(), adminTok, nil},
-		"get-webhook-endpoint": {"/v1/webhook-endpoints/" + endpoint.ID, adminTok, nil},
-		"get-seller":           {"/v1/seller", clerkTok, nil},
-		"page-invoice-pdf":     {"/invoices/" + draft.ID.String() + "/pdf", "", byCookie},
+		"get-invoice":              {"/v1/invoices/" + draft.ID.String(), clerkTok, nil},
+		"get-invoice-pdf":          {"/v1/invoices/" + draft.ID.String() + "/pdf", clerkTok, nil},
+		"get-customer":             {"/v1/customers/" + draft.CustomerID.String(), clerkTok, nil},
+		"get-credit-note-pdf":      {"/v1/credit-notes/" + cn.ID.String() + "/pdf", clerkTok, nil},
+		"get-invoice-einvoice":     {"/v1/invoices/" + issued.ID.String() + "/einvoice?format=ubl", clerkTok, nil},
+		"get-credit-note-einvoice": {"/v1/credit-notes/" + cn.ID.String() + "/einvoice?format=cii", clerkTok, nil},
+		"get-approval":             {"/v1/approvals/" + aid, bobTok, nil},
+		"get-approval-policy":      {"/v1/approval-policy", adminTok, nil},
+		"get-user":                 {"/v1/users/" + clerk.ID.String(), adminTok, nil},
+		"get-webhook-endpoint":     {"/v1/webhook-endpoints/" + endpoint.ID, adminTok, nil},
+		"get-seller":               {"/v1/seller", clerkTok, nil},
+		"page-invoice-pdf":         {"/invoices/" + draft.ID.String() + "/pdf", "", byCookie},
 	}
 
 	doc, err := openapi.Document()
