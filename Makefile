@@ -10,7 +10,7 @@ DATABASE_URL ?= $(PGHOST_URL)/invoiced?sslmode=disable
 INVOICED_TEST_DATABASE_URL ?= $(PGHOST_URL)/postgres?sslmode=disable
 export DATABASE_URL INVOICED_TEST_DATABASE_URL
 
-.PHONY: build run test vet node-deps chat-bundle bench-testdb bench-issue bench-chat bench-chat-long bench-mcp bench-pdf bench-receivables clean
+.PHONY: build run test vet node-deps chat-bundle bench-testdb bench-issue bench-chat bench-chat-long bench-mcp bench-pdf bench-receivables bench-einvoice clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/invoiced
@@ -87,6 +87,11 @@ bench-mcp:
 ## bench-pdf: render a one-page invoice PDF: ms per document, and documents/s on 2 cores.
 bench-pdf:
 	$(GO) test -run '^$$' -bench BenchmarkRender -benchtime 3s -cpu 2 ./document/
+
+## bench-einvoice: UBL, CII and Factur-X documents/s on 2 cores from an issued invoice's document,
+## CPU ms per document, and each one's ratio to the PDF render measured in the same run. BENCHMARKS.md.
+bench-einvoice:
+	$(GO) test -run '^$$' -bench BenchmarkEInvoice -benchtime 1x -cpu 2 ./einvoice/
 
 ## bench-receivables: the receivables report and the ?overdue=true list over HTTP at 10^3 and 10^6 invoices
 ## (10 % open), then the one-page PDF render (as bench-pdf). BENCHMARKS.md.
