@@ -565,3 +565,66 @@ func TestSweep(t *testing.T) {
 	require.EqualValues(t, 3, n, "an access token, a refresh token, an authorization")
 	require.Equal(t, [2]int{1, 0}, b.granted(t))
 }
+
+// Many refreshes of one refresh token at once: one is answered, the
+// others are its reuse, which revokes the grant (the winner's new tokens
+// with it). Many approvals of one consent at once: one code.
+func TestConcurrentRefreshAndConsent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	f := b.flow()
+	status, tok := b.token(t, b.exchange(f, b.code(t, f)))
+	require.Equal(t, http.StatusOK, status)
+	const n = 8
+	answers := make([]tokens, n)
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i], answers[i] = b.token(t, b.refresh(tok.RefreshToken))
+		}()
+	}
+	wg.Wait()
+	var winner tokens
+	won := 0
+	for i, s := range statuses {
+		if s == http.StatusOK {
+			won++
+			winner = answers[i]
+			continue
+		}
+		require.Equal(t, "invalid_grant", answers[i].Error)
+	}
+	require.Equal(t, 1, won, statuses)
+	require.Equal(t, http.StatusUnauthorized, mcpRequest(t, b.h.URL, winner.AccessToken).status, "the reuse revoked the grant")
+
+	// One consent page, approved from many tabs at once.
+	f = b.flow()
+	br := b.browser(t)
+	consentPath := br.get("/oauth/authorize?" + f.q.Encode()).location
+	br.signIn("clerk", consentPath)
+	form := url.Values{"csrf_token": {csrf(t, br.get(consentPath).body)}, "decision": {"approve"}, "scope": {"read"}}
+	codes := make([]string, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if a := br.form(consentPath, form); a.status == http.StatusSeeOther {
+				back, err := url.Parse(a.location)
+				if err == nil {
+					codes[i] = back.Query().Get("code")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got := 0
+	for _, c := range codes {
+		if c != "" {
+			got++
+		}
+	}
+	require.Equal(t, 1, got, "one code for one consent")
+}
