@@ -8,6 +8,7 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/seller"
 	"github.com/stretchr/testify/require"
@@ -130,9 +131,9 @@ func TestIssueRefusesADraftItsCustomersEInvoiceFormatCannotState(t *testing.T) {
 }
 
 // Bad asks of an e-invoice: an unknown format is 422 naming format; a
-// document of a customer without a format asks for one; facturx is not
-// served here yet; a credit note's e-invoice names the invoice it
-// corrects (BG-3).
+// document of a customer without a format asks for one; a dinar invoice
+// is 422 naming the rule EN 16931 cannot meet. Factur-X is a PDF; a
+// credit note's e-invoice names the invoice it corrects (BG-3).
 func TestEInvoiceRefusals(t *testing.T) {
 	t.Parallel()
 	b := setupHTTP(t)
@@ -147,8 +148,15 @@ func TestEInvoiceRefusals(t *testing.T) {
 	requireField(t, p, "format")
 	p = requireProblem(t, b.h.Do(t, http.MethodGet, path+"/einvoice", b.clerk, nil), http.StatusUnprocessableEntity, invoices.CodeFormatRequired)
 	requireField(t, p, "format")
-	p = requireProblem(t, b.h.Do(t, http.MethodGet, path+"/einvoice?format=facturx", b.clerk, nil), http.StatusUnprocessableEntity, einvoice.CodeUnknownFormat)
-	requireField(t, p, "format")
+	r = get(t, b.h, path+"/einvoice?format=facturx", b.clerk, http.StatusOK)
+	require.Equal(t, "application/pdf", r.Header.Get("Content-Type"))
+	require.Contains(t, r.Header.Get("Content-Disposition"), *inv.Number+".pdf")
+
+	kwd := invoicetest.Customer(b.ctx, t, b.h.Pool, invoicetest.CustomerOpts{Currency: "KWD"})
+	dinars := invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &kwd.ID, Currency: "KWD"})
+	p = requireProblem(t, b.h.Do(t, http.MethodGet, "/v1/invoices/"+dinars.ID.String()+"/einvoice?format=cii", b.clerk, nil),
+		http.StatusUnprocessableEntity, einvoice.CodeNotRepresentable)
+	require.Equal(t, []any{map[string]any{"field": "currency", "code": "BR-DEC-09", "message": "KWD has 3 decimals; EN 16931 amounts have at most 2"}}, p["errors"])
 	requireProblem(t, b.h.Do(t, http.MethodGet, "/v1/invoices/01a24bab-db9e-7257-9cbd-8c4525c8942d/einvoice?format=ubl", b.clerk, nil), http.StatusNotFound, "NOT_FOUND")
 
 	cn := b.credit(t, id, map[string]any{"reason": "Rabatt", "amount": 100})

@@ -437,7 +437,7 @@ func writeEInvoice(c echo.Context, e einvoice.Invoice, f einvoice.Format) error 
 		e.Errors = []problem.FieldError{{Field: "format", Code: CodeFormatRequired, Message: "is required"}}
 		return e
 	}
-	b, err := EInvoiceBytes(e, f)
+	b, err := einvoice.Generate(e, f)
 	if err != nil {
 		return err
 	}
@@ -447,17 +447,4 @@ func writeEInvoice(c echo.Context, e einvoice.Invoice, f einvoice.Format) error 
 	hd.Set("Cache-Control", "private, no-cache")
 	hd.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": einvoice.FileName(e.Number, f)}))
 	return c.Blob(http.StatusOK, f.ContentType(), b)
-}
-
-// EInvoiceBytes writes e in format f. Factur-X, a PDF/A-3 with the CII
-// embedded, is written by the code that sends invoices once it lands
-// (issue 41): until then it is a 422 naming the formats served.
-func EInvoiceBytes(e einvoice.Invoice, f einvoice.Format) ([]byte, error) {
-	if f == einvoice.FacturX {
-		e := problem.New(http.StatusUnprocessableEntity, einvoice.CodeUnknownFormat,
-			"facturx is not served yet: ask for cii, the XML a Factur-X embeds, or ubl, xrechnung-ubl, xrechnung-cii, peppol")
-		e.Errors = []problem.FieldError{{Field: "format", Code: einvoice.CodeUnknownFormat, Message: "facturx is not served yet"}}
-		return nil, e
-	}
-	return einvoice.Generate(e, f)
 }
