@@ -49,7 +49,7 @@ type Service struct {
 }
 
 // NewService returns the service. gate authorizes the consequential
-// capabilities (issue-invoice, delete-invoice) inside their transactions
+// capabilities and the governed payments inside their transactions
 // (ADR-0010): the approvals gate in the service, never one that allows
 // everything. emit records the invoice, payment and credit-note events in the
 // transactions that make them.

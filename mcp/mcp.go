@@ -167,8 +167,8 @@ func (s *Service) newServer(offer func(capability.Risk) bool) *gomcp.Server {
 
 const instructions = `invoiced runs an invoicing back office. Tools are its capabilities; every call acts for the user whose token opened this session.
 - read tools run at once.
-- bound tools (creating or changing drafts and customers, void, mark paid) ask the user to confirm the exact input through an elicitation form; a client that cannot show one gets CONFIRMATION_REQUIRED and nothing is done.
-- consequential tools (issue-invoice, delete-invoice, issue-credit-note) need a back-office approver: the result is APPROVAL_REQUIRED with an approval_id and the resource invoiced://approvals/{id}. Subscribe to it (or read it again later); once it is approved, call the tool again with the same input.
+- bound tools (creating or changing drafts and customers, payments, mark paid) ask the user to confirm the exact input through an elicitation form; a client that cannot show one gets CONFIRMATION_REQUIRED and nothing is done. A large payment then also needs an approver, as below.
+- consequential tools (issue-invoice, delete-invoice, issue-credit-note, void-invoice) need a back-office approver: the result is APPROVAL_REQUIRED with an approval_id and the resource invoiced://approvals/{id}. Subscribe to it (or read it again later); once it is approved, call the tool again with the same input.
 Errors are tool results with isError and a JSON body {"error": {"code", "message", ...}}; a VALIDATION_FAILED lists the fields.`
 
 // private marks every list and read result as specific to the caller:
