@@ -89,9 +89,11 @@ bench-pdf:
 	$(GO) test -run '^$$' -bench BenchmarkRender -benchtime 3s -cpu 2 ./document/
 
 ## bench-einvoice: UBL, CII and Factur-X documents/s on 2 cores from an issued invoice's document,
-## CPU ms per document, and each one's ratio to the PDF render measured in the same run. BENCHMARKS.md.
+## CPU ms per document, and each one's ratio to the PDF render measured in the same run; then UBL and
+## CII read from the frozen rows in PostgreSQL and written, against the same read and the PDF. BENCHMARKS.md.
 bench-einvoice:
 	$(GO) test -run '^$$' -bench BenchmarkEInvoice -benchtime 1x -cpu 2 ./einvoice/
+	GOMAXPROCS=2 $(GO) run ./bench/einvoice -admin-url "$(INVOICED_TEST_DATABASE_URL)" $(BENCH_EINVOICE_FLAGS)
 
 ## bench-receivables: the receivables report and the ?overdue=true list over HTTP at 10^3 and 10^6 invoices
 ## (10 % open), then the one-page PDF render (as bench-pdf). BENCHMARKS.md.
