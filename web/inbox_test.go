@@ -245,3 +245,36 @@ func TestInboxShowsAmountsGroupedWithTheirCurrencysDigits(t *testing.T) {
 		require.Contains(t, p.body, want)
 	}
 }
+
+// The request page says what a windowed tier counted (ADR-0022 §3): the
+// sum of the effects in its scope over its days, what it counted, and the
+// request's own amount on top.
+func TestApprovalPageShowsWhatAWindowCounted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.user(t, "bob", identity.RoleApprover)
+	admin := b.user(t, "ada", identity.RoleAdmin)
+	clerk := b.user(t, "carl", identity.RoleClerk)
+	ctx := context.Background()
+	threshold, days, scope := int64(1_000_000), 30, "customer"
+	_, err := b.h.App.Approvals().PolicySet(ctx, admin.Principal(), capability.PathREST, approvals.RuleInput{Capability: "issue-invoice",
+		Currency: "EUR", MinAmount: &threshold, Approvers: 2, WindowDays: &days, Scope: &scope}, etag.IfMatch{})
+	require.NoError(t, err)
+	customer := uuid.Must(uuid.NewV7())
+	_, err = b.h.Pool.Exec(ctx, `INSERT INTO policy_effects (id, capability, requester, customer_id, amount, currency, at, target_type, target_id)
+		VALUES (gen_random_uuid(), 'issue-invoice', $1, $2, 960000, 'EUR', now() - interval '1 day', 'invoice', 'earlier-invoice')`, clerk.ID, customer)
+	require.NoError(t, err)
+	invoiceID := uuid.Must(uuid.NewV7()).String()
+	id := b.requestFor(t, clerk, capability.PathREST, capability.Target{Type: "invoice", ID: invoiceID, Version: 1, Amount: 60000,
+		Currency: "EUR", CustomerID: customer, Snapshot: snapshotEUR(invoiceID)})
+
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("bob", testPassword).status)
+	p := br.do(http.MethodGet, "/approvals/"+id.String(), nil)
+	require.Equal(t, http.StatusOK, p.status)
+	require.Contains(t, p.body, "0 of 2 required")
+	require.Contains(t, p.body, "Counted over 30 days")
+	require.Contains(t, p.body, "9,600.00 EUR in 1 earlier issue-invoice call(s) for this customer")
+	require.Contains(t, p.body, "plus this request's 600.00 EUR: 10,200.00 EUR")
+	require.Contains(t, p.body, "<code>invoice:earlier-invoice</code>")
+}
