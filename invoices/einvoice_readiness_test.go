@@ -3,8 +3,10 @@ package invoices_test
 import (
 	"maps"
 	"net/http"
+	"sync"
 	"testing"
 
+	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/invoices"
@@ -164,4 +166,65 @@ func TestEInvoiceRefusals(t *testing.T) {
 	require.Contains(t, string(r.Body), "<cac:BillingReference>\n    <cac:InvoiceDocumentReference>\n      <cbc:ID>"+*inv.Number+"</cbc:ID>")
 	r = get(t, b.h, "/v1/credit-notes/"+cn.ID.String()+"/einvoice?format=cii", b.clerk, http.StatusOK)
 	require.Contains(t, string(r.Body), "<ram:InvoiceReferencedDocument>\n        <ram:IssuerAssignedID>"+*inv.Number+"</ram:IssuerAssignedID>")
+}
+
+// A customer switched to XRechnung (which the draft cannot meet: no buyer
+// reference) while its approved draft is issued: whichever commits
+// first, an issued invoice never carries a format its rules were not
+// checked against. Either the issue wins and freezes format none, or the
+// change wins and the issue is refused (the approval stale, or the draft
+// incomplete naming buyer_reference).
+func TestCustomerFormatChangeRacesTheIssue(t *testing.T) {
+	t.Parallel()
+	b := readinessBundle{setupHTTP(t)}
+	full := einvoiceSeller()
+	draft := map[string]any{"lines": []any{vatLine("S")}, "supply_date": "2026-03-02", "payment_terms_days": 14}
+	outcomes := map[string]int{}
+	for round := range 10 {
+		id := b.arrange(t, readinessCase{seller: &full, customer: client(map[string]any{"name": "Client SARL " + string(rune('A'+round))}), draft: draft})
+		path := "/v1/invoices/" + id
+		var inv invoices.Invoice
+		get(t, b.h, path, b.clerk, http.StatusOK).JSON(t, &inv)
+		p := requireProblem(t, b.h.Do(t, http.MethodPost, path+"/issue", b.clerk, nil), http.StatusForbidden, approvals.CodeApprovalRequired)
+		b.approve(t, p["approval_id"].(string))
+
+		var wg sync.WaitGroup
+		var issue, change *apptest.Response
+		start := make(chan struct{})
+		doIssue := func() { <-start; issue = b.h.Do(t, http.MethodPost, path+"/issue", b.clerk, nil) }
+		doChange := func() {
+			<-start
+			change = b.h.Do(t, http.MethodPatch, "/v1/customers/"+inv.CustomerID.String(), b.clerk, map[string]any{"einvoice_format": "xrechnung-cii"})
+		}
+		// Alternate which goroutine starts first, so either may commit first.
+		if round%2 == 0 {
+			wg.Go(doIssue)
+			wg.Go(doChange)
+		} else {
+			wg.Go(doChange)
+			wg.Go(doIssue)
+		}
+		close(start)
+		wg.Wait()
+		require.Equal(t, http.StatusOK, change.StatusCode, "%s", change.Body)
+		switch issue.StatusCode {
+		case http.StatusOK:
+			var issued invoices.Invoice
+			issue.JSON(t, &issued)
+			require.Equal(t, einvoice.None, issued.BillTo.EInvoiceFormat, "issued before the change: the format it was checked against")
+			outcomes["issued"]++
+		case http.StatusConflict:
+			requireProblem(t, issue, http.StatusConflict, approvals.CodeApprovalStale)
+			outcomes["stale"]++
+		default:
+			p := requireProblem(t, issue, http.StatusUnprocessableEntity, invoices.CodeInvoiceIncomplete)
+			requireField(t, p, "buyer_reference")
+			outcomes["incomplete"]++
+		}
+		get(t, b.h, path, b.clerk, http.StatusOK).JSON(t, &inv)
+		if inv.Status == invoices.StatusIssued {
+			require.Equal(t, einvoice.None, inv.BillTo.EInvoiceFormat)
+		}
+	}
+	t.Logf("outcomes: %v", outcomes)
 }
