@@ -124,6 +124,10 @@ func (a *App) approvalRoutes(e *echo.Echo, v1 *echo.Group) {
 	v1.POST("/approvals/:id/approve", ap.Approve)
 	v1.POST("/approvals/:id/deny", ap.Deny)
 	v1.POST("/approvals/:id/cancel", ap.Cancel)
+	dg := &approvals.DelegationHandler{Svc: a.approvalSvc}
+	v1.POST("/delegations", dg.Create)
+	get(v1, "/delegations", dg.List)
+	v1.POST("/delegations/:id/end", dg.End)
 	// Event streams and long polls end when shutdown begins instead of
 	// holding it for the whole grace period.
 	e.Server.RegisterOnShutdown(a.approvalHub.Close)

@@ -71,10 +71,14 @@ type UserRef struct {
 
 // Decision is one approver's decision on a request.
 type Decision struct {
-	Approver  UserRef   `json:"approver"`
-	Decision  string    `json:"decision"`
-	Reason    string    `json:"reason,omitempty"`
-	DecidedAt time.Time `json:"decided_at"`
+	Approver UserRef `json:"approver"`
+	// OnBehalfOf is the delegator whose approvals Approver held and on
+	// whose authority alone they decided (they were not among the
+	// request's deciders themselves); nil otherwise.
+	OnBehalfOf *UserRef  `json:"on_behalf_of,omitempty"`
+	Decision   string    `json:"decision"`
+	Reason     string    `json:"reason,omitempty"`
+	DecidedAt  time.Time `json:"decided_at"`
 	// Counts is false once the decision was voided: its approver lost the
 	// authority to decide while the request was open (VoidedAt, VoidReason
 	// say when and why). A voided decision never counts again.
@@ -115,16 +119,21 @@ type Approval struct {
 	// Windows are the sums the policy's windowed tiers counted for the
 	// request (ADR-0022 §3): when it was raised, or when its use found a
 	// sum that asks more.
-	Windows    []WindowSum `json:"windows,omitempty"`
-	Approvals  int         `json:"approvals"`
-	Decisions  []Decision  `json:"decisions"`
-	CreatedAt  time.Time   `json:"created_at"`
-	UpdatedAt  time.Time   `json:"updated_at"`
-	ExpiresAt  time.Time   `json:"expires_at"`
-	DecidedAt  *time.Time  `json:"decided_at,omitempty"`
-	ConsumedAt *time.Time  `json:"consumed_at,omitempty"`
-	ConsumedBy *uuid.UUID  `json:"consumed_by,omitempty"`
-	Version    int64       `json:"version"`
+	Windows []WindowSum `json:"windows,omitempty"`
+	// Deciders is who may decide the request, from the rule it was raised
+	// under; nil: every enabled approver and admin other than the
+	// requester. Escalation adds to it once it falls due.
+	Deciders   *Audience          `json:"deciders,omitempty"`
+	Escalation *RequestEscalation `json:"escalation,omitempty"`
+	Approvals  int                `json:"approvals"`
+	Decisions  []Decision         `json:"decisions"`
+	CreatedAt  time.Time          `json:"created_at"`
+	UpdatedAt  time.Time          `json:"updated_at"`
+	ExpiresAt  time.Time          `json:"expires_at"`
+	DecidedAt  *time.Time         `json:"decided_at,omitempty"`
+	ConsumedAt *time.Time         `json:"consumed_at,omitempty"`
+	ConsumedBy *uuid.UUID         `json:"consumed_by,omitempty"`
+	Version    int64              `json:"version"`
 
 	expiryReported bool
 }

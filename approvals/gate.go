@@ -219,7 +219,7 @@ func (g *Gate) applyCurrentPolicy(ctx context.Context, tx pgx.Tx, call capabilit
 // decision. The approval stays unspent for someone who did not decide it.
 func checkNotDecider(call capability.Call, a *Approval) error {
 	for _, d := range a.Decisions {
-		if d.Approver.ID == call.Principal.UserID {
+		if d.Approver.ID == call.Principal.UserID || (d.OnBehalfOf != nil && d.OnBehalfOf.ID == call.Principal.UserID) {
 			return refusal(http.StatusForbidden, problem.CodeForbidden, fmt.Sprintf(
 				"you decided approval %s, so you cannot be the one to use it: someone who did not decide it (such as its requester %s) must call %s",
 				a.ID, a.RequestedBy.Username, a.Capability), a)
@@ -289,7 +289,7 @@ func requestReason(input json.RawMessage) string {
 // approver could ever decide it.
 func (g *Gate) request(ctx context.Context, tx pgx.Tx, call capability.Call, target capability.Target, req Requirement, now time.Time) error {
 	required := req.Approvers
-	eligible, err := identity.UserCountDeciders(ctx, tx, call.Principal.UserID)
+	eligible, err := decidersCount(ctx, tx, call.Principal.UserID, req.Rule)
 	if err != nil {
 		return err
 	}

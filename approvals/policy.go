@@ -100,6 +100,11 @@ type Rule struct {
 	// call's. Both nil: the call's amount alone.
 	WindowDays *int   `json:"window_days,omitempty"`
 	Scope      *Scope `json:"scope,omitempty"`
+	// Deciders is who may decide the calls the rule governs; nil: every
+	// approver and admin. Escalation adds to them once a request has
+	// waited a while (only with Deciders).
+	Deciders   *Audience   `json:"deciders,omitempty"`
+	Escalation *Escalation `json:"escalation,omitempty"`
 	// FromVersion is the policy version that set the rule; ToVersion the
 	// one that replaced or deleted it (nil while in force).
 	FromVersion int64  `json:"from_version"`

@@ -5,25 +5,36 @@ package approvals
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
 )
 
-const ruleColumns = `r.id, r.capability, coalesce(r.currency, '*'), r.min_amount, r.min_amount_major, r.approvers, r.window_days, r.scope, r.from_version, r.to_version`
+var ruleColumns = `r.id, r.capability, coalesce(r.currency, '*'), r.min_amount, r.min_amount_major, r.approvers, r.window_days, r.scope, r.from_version, r.to_version,
+	r.deciders_role, ` + usersJSON("r.deciders_ids") + `, r.escalate_after_s, r.escalate_role, ` + usersJSON("r.escalate_ids")
 
 // ruleOrder lists a capability's any-currency tiers first, then each
 // currency's, lowest threshold first.
 const ruleOrder = ` ORDER BY r.capability, r.currency IS NOT NULL, r.currency, coalesce(r.min_amount, r.min_amount_major), r.window_days NULLS FIRST, r.scope NULLS FIRST`
 
 func scanRule(row pgx.Row) (Rule, error) {
-	var r Rule
-	err := row.Scan(&r.ID, &r.Capability, &r.Currency, &r.MinAmount, &r.MinAmountMajor, &r.Approvers, &r.WindowDays, &r.Scope, &r.FromVersion, &r.ToVersion)
+	var (
+		r  Rule
+		dc ruleDeciderCols
+	)
+	err := row.Scan(append([]any{&r.ID, &r.Capability, &r.Currency, &r.MinAmount, &r.MinAmountMajor, &r.Approvers, &r.WindowDays, &r.Scope, &r.FromVersion, &r.ToVersion},
+		dc.dest()...)...)
+	if err != nil {
+		return r, err
+	}
+	r.Deciders, r.Escalation, err = dc.rule()
 	return r, err
 }
 
@@ -54,13 +65,18 @@ func rulesInForceGet(ctx context.Context, db store.Executor, capName string, cur
 			approvers, days  *int
 			scope            *Scope
 			to               *int64
+			dc               ruleDeciderCols
 		)
-		if err := rows.Scan(&set.Version, &id, &capN, &cur, &minA, &minM, &approvers, &days, &scope, &from, &to); err != nil {
+		if err := rows.Scan(append([]any{&set.Version, &id, &capN, &cur, &minA, &minM, &approvers, &days, &scope, &from, &to}, dc.dest()...)...); err != nil {
 			return nil, store.MapError(err, "approval policy")
 		}
 		if id != nil {
-			set.Rules = append(set.Rules, Rule{ID: *id, Capability: *capN, Currency: *cur, MinAmount: minA, MinAmountMajor: minM,
-				Approvers: *approvers, WindowDays: days, Scope: scope, FromVersion: *from, ToVersion: to})
+			r := Rule{ID: *id, Capability: *capN, Currency: *cur, MinAmount: minA, MinAmountMajor: minM,
+				Approvers: *approvers, WindowDays: days, Scope: scope, FromVersion: *from, ToVersion: to}
+			if r.Deciders, r.Escalation, err = dc.rule(); err != nil {
+				return nil, err
+			}
+			set.Rules = append(set.Rules, r)
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -164,7 +180,66 @@ func ruleInsertTx(ctx context.Context, tx pgx.Tx, r Rule) error {
 	if r.Currency != AnyCurrency {
 		currency = &r.Currency
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO approval_policy_rules (id, capability, currency, min_amount, min_amount_major, approvers, window_days, scope, from_version)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, r.ID, r.Capability, currency, r.MinAmount, r.MinAmountMajor, r.Approvers, r.WindowDays, r.Scope, r.FromVersion)
+	var (
+		after     *int64
+		escalated *Audience
+	)
+	if e := r.Escalation; e != nil {
+		s := int64(time.Duration(e.After) / time.Second)
+		after, escalated = &s, &e.Audience
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO approval_policy_rules (id, capability, currency, min_amount, min_amount_major, approvers, window_days, scope, from_version,
+			deciders_role, deciders_ids, escalate_after_s, escalate_role, escalate_ids)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, r.ID, r.Capability, currency, r.MinAmount, r.MinAmountMajor, r.Approvers, r.WindowDays, r.Scope, r.FromVersion,
+		r.Deciders.role(), r.Deciders.ids(), after, escalated.role(), escalated.ids())
 	return store.MapError(err, "approval rule")
+}
+
+// usersJSON selects the users of an id array column as a JSON array of
+// {id, username} by username; NULL for a NULL array.
+func usersJSON(col string) string {
+	return `CASE WHEN ` + col + ` IS NULL THEN NULL ELSE (SELECT coalesce(jsonb_agg(jsonb_build_object('id', x.id, 'username', x.username) ORDER BY x.username), '[]')
+		FROM users x WHERE x.id = ANY(` + col + `)) END`
+}
+
+// ruleDeciderCols are a rule's deciders and escalation columns as read.
+type ruleDeciderCols struct {
+	role, escRole *string
+	users, esc    []byte
+	after         *int64
+}
+
+func (c *ruleDeciderCols) dest() []any { return []any{&c.role, &c.users, &c.after, &c.escRole, &c.esc} }
+
+func (c *ruleDeciderCols) rule() (*Audience, *Escalation, error) {
+	d, err := audienceOf(c.role, c.users)
+	if err != nil || c.after == nil {
+		return d, nil, err
+	}
+	e, err := audienceOf(c.escRole, c.esc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if e == nil {
+		e = &Audience{}
+	}
+	return d, &Escalation{After: Duration(time.Duration(*c.after) * time.Second), Audience: *e}, nil
+}
+
+// audienceOf reads an audience's role and users columns; nil when both
+// are NULL.
+func audienceOf(role *string, users []byte) (*Audience, error) {
+	if role == nil && users == nil {
+		return nil, nil
+	}
+	au := &Audience{}
+	if role != nil {
+		au.Role = identity.Role(*role)
+	}
+	if users != nil {
+		if err := json.Unmarshal(users, &au.Users); err != nil {
+			return nil, fmt.Errorf("audience users: %w", err)
+		}
+	}
+	return au, nil
 }

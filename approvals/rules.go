@@ -42,6 +42,10 @@ type RuleInput struct {
 	// days plus the call (ADR-0022 §3).
 	WindowDays *int    `json:"window_days"`
 	Scope      *string `json:"scope"`
+	// Deciders narrows who may decide (nil: every approver and admin);
+	// Escalation widens it again after a delay.
+	Deciders   *AudienceInput   `json:"deciders"`
+	Escalation *EscalationInput `json:"escalation"`
 }
 
 // checkRule validates in, naming every field that is wrong.
@@ -106,6 +110,7 @@ func (s *Service) checkRule(in RuleInput) (Rule, error) {
 			scope = &sc
 		}
 	}
+	checkDeciders(in, s.policy.PendingTTL, fail)
 	if len(bad) > 0 {
 		return Rule{}, problem.Validation(bad...)
 	}
@@ -133,8 +138,11 @@ func (s *Service) PolicySet(ctx context.Context, p identity.Principal, via capab
 		return nil, err
 	}
 	return s.policyChange(ctx, p, via, ifMatch, func(ctx context.Context, tx pgx.Tx) (*Rule, *Rule, error) {
+		if err := rulesResolve(ctx, tx, &r, in); err != nil {
+			return nil, nil, err
+		}
 		old, found, err := ruleAtGet(ctx, tx, r)
-		if err != nil || (found && old.Approvers == r.Approvers) {
+		if err != nil || (found && old.Approvers == r.Approvers && sameDeciders(&old, &r)) {
 			return nil, nil, err
 		}
 		if found {

@@ -109,7 +109,28 @@ func (s *Service) decideAs(ctx context.Context, tx pgx.Tx, u *identity.User, via
 	if a.Status != StatusPending {
 		return nil, notPendingProblem(a)
 	}
-	return s.decideTx(ctx, tx, eventActor{id: u.ID.String(), name: u.Username, via: via}, u.ID, a, now, decision, reason)
+	// Who may decide is judged here, under the request's lock and with
+	// the decider's delegations share-locked, so a delegation ended or a
+	// decision of the same voice committing meanwhile is seen.
+	escalated := a.escalationDue(now)
+	if escalated {
+		if err := s.escalateTx(ctx, tx, a, now, systemActor); err != nil {
+			return nil, err
+		}
+	}
+	st, err := standingLockTx(ctx, tx, u, now)
+	if err != nil {
+		return nil, err
+	}
+	onBehalf, err := st.decider(a)
+	if err != nil {
+		// An escalation recorded on the way stands.
+		if escalated {
+			return nil, store.CommitAnd(err)
+		}
+		return nil, err
+	}
+	return s.decideTx(ctx, tx, eventActor{id: u.ID.String(), name: u.Username, via: via}, u.ID, onBehalf, st, a, now, decision, reason)
 }
 
 // checkDecision refuses a decision or reason that can never be recorded.
@@ -137,8 +158,14 @@ func checkDecision(decision, reason string) error {
 
 // decideTx records approver's decision on the locked pending request a,
 // moves a to its new status, audits and announces it.
-func (s *Service) decideTx(ctx context.Context, tx pgx.Tx, by eventActor, approver uuid.UUID, a *Approval, now time.Time, decision, reason string) (*Approval, error) {
-	if err := decisionInsertTx(ctx, tx, a.ID, approver, decision, reason, now); err != nil {
+func (s *Service) decideTx(ctx context.Context, tx pgx.Tx, by eventActor, approver uuid.UUID, onBehalf *UserRef, st *standing,
+	a *Approval, now time.Time, decision, reason string,
+) (*Approval, error) {
+	var behalfID *uuid.UUID
+	if onBehalf != nil {
+		behalfID = &onBehalf.ID
+	}
+	if err := decisionInsertTx(ctx, tx, a.ID, approver, behalfID, decision, reason, now); err != nil {
 		return nil, err
 	}
 	var err error
@@ -165,9 +192,23 @@ func (s *Service) decideTx(ctx context.Context, tx pgx.Tx, by eventActor, approv
 			return nil, err
 		}
 	}
-	if _, err := audit.AppendTx(ctx, tx, by.event("approval.decided", out, map[string]any{
+	data := map[string]any{
 		"decision": decision, "reason": reason, "approvals": out.Approvals, "required_approvals": out.RequiredApprovals,
-	})); err != nil {
+	}
+	// The actor is the event's; the delegator whose authority they used,
+	// and everyone whose approvals they held, are the decision's record
+	// of delegation.
+	if onBehalf != nil {
+		data["on_behalf_of"] = *onBehalf
+	}
+	if len(st.from) > 0 {
+		held := make([]UserRef, len(st.from))
+		for i, f := range st.from {
+			held[i] = f.UserRef
+		}
+		data["holding_approvals_of"] = held
+	}
+	if _, err := audit.AppendTx(ctx, tx, by.event("approval.decided", out, data)); err != nil {
 		return nil, err
 	}
 	return out, approvalNotifyTx(ctx, tx, out)

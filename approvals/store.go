@@ -16,11 +16,12 @@ import (
 
 // ---- approval requests ----
 
-const approvalColumns = `r.id, r.capability, r.status, r.input, r.input_hash, r.target_type, r.target_id, r.target_version,
+var approvalColumns = `r.id, r.capability, r.status, r.input, r.input_hash, r.target_type, r.target_id, r.target_version,
 	r.amount, r.currency, r.snapshot, r.requested_by, u.username, r.requested_via, r.reason, r.required_approvals,
 	r.created_at, r.updated_at, r.expires_at, r.decided_at, r.consumed_at, r.consumed_by,
 	r.expiry_reported_at IS NOT NULL, r.version,
-	r.policy_version, r.policy_rule_id, r.policy_required, r.required_raised_version, r.policy_window`
+	r.policy_version, r.policy_rule_id, r.policy_required, r.required_raised_version, r.policy_window,
+	r.deciders_role, ` + usersJSON("r.deciders_ids") + `, r.escalate_at, r.escalate_role, ` + usersJSON("r.escalate_ids") + `, r.escalated_at`
 
 // approvalFrom joins the requester's name; FOR UPDATE OF r locks only the
 // request.
@@ -42,14 +43,28 @@ func scanApproval(row pgx.Row) (*Approval, error) {
 		policyVersion  *int64
 		policyRule     *uuid.UUID
 		policyRequired *int
+		dRole, eRole   *string
+		dUsers, eUsers []byte
+		escAt, escDone *time.Time
 	)
 	err := row.Scan(&a.ID, &a.Capability, &a.Status, &a.Input, &a.InputHash, &a.Target.Type, &a.Target.ID, &a.Target.Version,
 		&a.Amount, &a.Currency, &a.Snapshot, &a.RequestedBy.ID, &a.RequestedBy.Username, &a.RequestedVia, &a.Reason, &a.RequiredApprovals,
 		&a.CreatedAt, &a.UpdatedAt, &a.ExpiresAt, &a.DecidedAt, &a.ConsumedAt, &a.ConsumedBy,
 		&a.expiryReported, &a.Version,
-		&policyVersion, &policyRule, &policyRequired, &a.RequiredRaisedBy, &a.Windows)
+		&policyVersion, &policyRule, &policyRequired, &a.RequiredRaisedBy, &a.Windows,
+		&dRole, &dUsers, &escAt, &eRole, &eUsers, &escDone)
 	if err != nil {
 		return nil, err
+	}
+	if a.Deciders, err = audienceOf(dRole, dUsers); err != nil {
+		return nil, err
+	}
+	if escAt != nil {
+		to, err := audienceOf(eRole, eUsers)
+		if err != nil {
+			return nil, err
+		}
+		a.Escalation = &RequestEscalation{At: escAt.UTC(), Audience: *to, EscalatedAt: utcPtr(escDone)}
 	}
 	if policyVersion != nil {
 		a.Policy = &PolicyRef{Version: *policyVersion, RuleID: policyRule, RequiredApprovals: *policyRequired}
@@ -169,6 +184,30 @@ func approvalsDueLockTx(ctx context.Context, tx pgx.Tx, now time.Time, limit int
 		ORDER BY r.expires_at LIMIT $2 FOR UPDATE OF r SKIP LOCKED`, now, limit)
 }
 
+// approvalsEscalationDueLockTx returns up to limit pending, unexpired
+// requests whose escalation is due at now and not yet recorded, locked;
+// rows another transaction holds are skipped (it may be escalating them).
+func approvalsEscalationDueLockTx(ctx context.Context, tx pgx.Tx, now time.Time, limit int) ([]*Approval, error) {
+	out, err := approvalsQuery(ctx, tx, `
+		WHERE r.status = 'pending' AND r.escalate_at <= $1 AND r.escalated_at IS NULL AND r.expires_at > $1
+		ORDER BY r.escalate_at LIMIT $2 FOR UPDATE OF r SKIP LOCKED`, now, limit)
+	if err != nil {
+		return nil, err
+	}
+	return out, decisionsLoad(ctx, tx, out)
+}
+
+// approvalEscalateTx records that the locked request a escalated at now;
+// a is updated to match.
+func approvalEscalateTx(ctx context.Context, tx pgx.Tx, a *Approval, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE approval_requests SET escalated_at = $2, updated_at = $2, version = version + 1 WHERE id = $1`, a.ID, now)
+	if err != nil {
+		return store.MapError(err, "approval")
+	}
+	a.Escalation.EscalatedAt, a.UpdatedAt, a.Version = &now, now, a.Version+1
+	return nil
+}
+
 // approvalsDecidedByLockTx returns the open, unexpired requests on which
 // approver has a decision that counts, locked in id order (the order every
 // caller that locks several requests takes them in). A request past its
@@ -208,18 +247,30 @@ func approvalsQuery(ctx context.Context, db store.Executor, where string, args .
 // Input, InputHash, Target, Amount, Currency, Snapshot, RequestedBy.ID,
 // RequestedVia, Reason, CreatedAt and ExpiresAt, raised under req.
 func approvalInsertTx(ctx context.Context, tx pgx.Tx, a *Approval, req Requirement) error {
-	var rule *uuid.UUID
-	if req.Rule != nil {
-		rule = &req.Rule.ID
+	var (
+		rule     *uuid.UUID
+		deciders *Audience
+		escAt    *time.Time
+		esc      *Audience
+	)
+	if r := req.Rule; r != nil {
+		rule, deciders = &r.ID, r.Deciders
+		if e := r.Escalation; e != nil {
+			at := a.CreatedAt.Add(time.Duration(e.After))
+			escAt, esc = &at, &e.Audience
+		}
 	}
 	_, err := tx.Exec(ctx, `
 		INSERT INTO approval_requests (id, capability, input_hash, input, target_type, target_id, target_version,
 			amount, currency, snapshot, status, requested_by, requested_via, reason, required_approvals,
-			created_at, updated_at, expires_at, policy_version, policy_rule_id, policy_required, policy_window)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $15, $16, $17, $18, $14, $19)`,
+			created_at, updated_at, expires_at, policy_version, policy_rule_id, policy_required, policy_window,
+			deciders_role, deciders_ids, escalate_at, escalate_role, escalate_ids)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $15, $16, $17, $18, $14, $19,
+			$20, $21, $22, $23, $24)`,
 		a.ID, a.Capability, a.InputHash, string(a.Input), a.Target.Type, a.Target.ID, a.Target.Version,
 		a.Amount, a.Currency, string(a.Snapshot), a.RequestedBy.ID, string(a.RequestedVia), a.Reason, req.Approvers,
-		a.CreatedAt, a.ExpiresAt, req.Version, rule, req.Windows)
+		a.CreatedAt, a.ExpiresAt, req.Version, rule, req.Windows,
+		deciders.role(), deciders.ids(), escAt, esc.role(), esc.ids())
 	return store.MapError(err, "approval")
 }
 
@@ -381,8 +432,8 @@ func decisionsLoad(ctx context.Context, db store.Executor, as []*Approval) error
 	}
 	rows, err := db.Query(ctx, `
 		SELECT d.request_id, d.approver_id, u.username, d.decision, d.reason, d.decided_at, d.voided_at, d.void_reason,
-			u.role, u.disabled
-		FROM approval_decisions d JOIN users u ON u.id = d.approver_id
+			u.role, u.disabled, d.on_behalf_of, b.username
+		FROM approval_decisions d JOIN users u ON u.id = d.approver_id LEFT JOIN users b ON b.id = d.on_behalf_of
 		WHERE d.request_id = ANY($1)
 		ORDER BY d.decided_at, d.id`, ids)
 	if err != nil {
@@ -409,10 +460,15 @@ func scanDecision(row pgx.Row) (uuid.UUID, Decision, error) {
 		reqID      uuid.UUID
 		d          Decision
 		voidReason *string
+		behalf     *uuid.UUID
+		behalfName *string
 	)
 	if err := row.Scan(&reqID, &d.Approver.ID, &d.Approver.Username, &d.Decision, &d.Reason, &d.DecidedAt, &d.VoidedAt, &voidReason,
-		&d.approver.role, &d.approver.disabled); err != nil {
+		&d.approver.role, &d.approver.disabled, &behalf, &behalfName); err != nil {
 		return uuid.Nil, Decision{}, err
+	}
+	if behalf != nil {
+		d.OnBehalfOf = &UserRef{ID: *behalf, Username: *behalfName}
 	}
 	d.DecidedAt, d.VoidedAt = d.DecidedAt.UTC(), utcPtr(d.VoidedAt)
 	d.Counts = d.VoidedAt == nil
@@ -422,10 +478,11 @@ func scanDecision(row pgx.Row) (uuid.UUID, Decision, error) {
 	return reqID, d, nil
 }
 
-// decisionInsertTx records approverID's decision on request id.
-func decisionInsertTx(ctx context.Context, tx pgx.Tx, id, approverID uuid.UUID, decision, reason string, now time.Time) error {
-	_, err := tx.Exec(ctx, `INSERT INTO approval_decisions (request_id, approver_id, decision, reason, decided_at) VALUES ($1, $2, $3, $4, $5)`,
-		id, approverID, decision, reason, now)
+// decisionInsertTx records approverID's decision on request id, made on
+// behalf of a delegator (nil: on their own authority).
+func decisionInsertTx(ctx context.Context, tx pgx.Tx, id, approverID uuid.UUID, onBehalfOf *uuid.UUID, decision, reason string, now time.Time) error {
+	_, err := tx.Exec(ctx, `INSERT INTO approval_decisions (request_id, approver_id, on_behalf_of, decision, reason, decided_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		id, approverID, onBehalfOf, decision, reason, now)
 	return store.MapError(err, "approval decision")
 }
 

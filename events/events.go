@@ -35,6 +35,7 @@ var (
 	ApprovalRequested = register("approval.requested")
 	ApprovalDecided   = register("approval.decided")
 	ApprovalExpired   = register("approval.expired")
+	ApprovalEscalated = register("approval.escalated")
 	InvoiceIssued     = register("invoice.issued")
 	InvoiceVoided     = register("invoice.voided")
 	InvoicePaid       = register("invoice.paid")
