@@ -68,6 +68,11 @@ type Config struct {
 	// Chat bounds chat runs and conversations (INVOICED_CHAT_*); zero
 	// fields take steploop's defaults.
 	Chat steploop.Limits
+	// Clock is background work's clock: when scheduled jobs (reminders,
+	// escalations) fall due, and what reminders read; nil is the wall
+	// clock. Tests set it, with Approvals.Now, to one running
+	// clocktest.Running clock and move both by advancing it.
+	Clock func() time.Time
 }
 
 // App holds the services and handlers of one running service.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/confirm"
 	"github.com/invoiced/invoiced/idempotency"
 	"github.com/invoiced/invoiced/notify"
@@ -43,7 +44,7 @@ const riverPoolConns = 8
 // events with: an event's webhook deliveries and its mail job are written
 // in the fact's own transaction.
 func NewEmitter(log *slog.Logger) (*outbox.Emitter, error) {
-	return outbox.NewEmitter(log, webhooks.Fanout{}, notify.Fanout{})
+	return outbox.NewEmitter(log, webhooks.Fanout{}, notify.Fanout{}, approvals.EscalationFanout{})
 }
 
 // startBackground starts River on a pool of its own: deliveries, mails,
@@ -66,6 +67,9 @@ func (a *App) startBackground(ctx context.Context, cfg Config, ctl *confirm.Cont
 		return fmt.Errorf("jobs pool: %w", err)
 	}
 	a.riverPool = rp
+	if cfg.Notify.Now == nil {
+		cfg.Notify.Now = cfg.Clock
+	}
 	a.notify = notify.New(rp, cfg.Notify)
 	a.notify.Describe(a.log)
 	a.webhooks = webhooks.NewService(a.pool, a.events, cfg.Webhooks)
@@ -73,7 +77,8 @@ func (a *App) startBackground(ctx context.Context, cfg Config, ctl *confirm.Cont
 	a.background, err = outbox.Start(ctx, outbox.Config{
 		DB:                rp,
 		Log:               a.log,
-		Workers:           []outbox.WorkerSet{a.notify, deliverer, a.sending.Workers(rp)},
+		Workers:           []outbox.WorkerSet{a.notify, deliverer, a.sending.Workers(rp), approvals.EscalationWorkers{Svc: a.approvalSvc}},
+		Now:               cfg.Clock,
 		FetchPollInterval: outbox.FetchPollFor(cfg.Webhooks.Schedule()),
 		Sweeps: []outbox.Sweep{
 			{Name: "approval-expiry", Every: approvalSweepInterval, Run: func(ctx context.Context) error {

@@ -112,6 +112,9 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/v1/approval-policy", idNone},
 	{"POST", "/v1/approval-policy/rules", idNone},
 	{"DELETE", "/v1/approval-policy/rules/{}", idRule},
+	{"GET", "/v1/delegations", idNone},
+	{"POST", "/v1/delegations", idNone},
+	{"POST", "/v1/delegations/{}/end", idWebhookDelivery},
 	// Added routes go last: the corpus names routes by index.
 	{"GET", "/v1/invoices/{}/pdf", idInvoice},
 	{"GET", "/invoices/{}/pdf", idInvoice},
@@ -327,6 +330,7 @@ func (env *fuzzEnv) fingerprint(t testing.TB) string {
 		(SELECT count(*) FILTER (WHERE revoked_at IS NOT NULL) FROM api_tokens),
 		(SELECT count(*) FROM approval_policy_versions),
 		(SELECT count(*) || ':' || count(to_version) FROM approval_policy_rules),
+		(SELECT count(*) || ':' || count(ended_at) FROM approval_delegations),
 		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM webhook_endpoints),
 		(SELECT count(*) || ':' || coalesce(sum(attempts), 0) FROM webhook_deliveries),
 		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM payments),
@@ -591,6 +595,19 @@ func fuzzSeeds() []fuzzInput {
 	for _, q := range []string{"version=1", "version=0", "version=-1", "version=99999999999999999999", "version=x"} {
 		add("GET", "/v1/approval-policy", 0, q, "")
 	}
+	for _, b := range []string{
+		`{"delegate":"fz-clerk","until":"2030-01-01T00:00:00Z"}`,
+		`{"delegate":"fz-approver","from":"2020-01-01T00:00:00Z","until":"2030-01-01T00:00:00Z"}`,
+		`{"delegate":"fz-approver","from":"2030-01-01T00:00:00Z","until":"2030-01-01T00:00:00Z"}`,
+		`{"delegate":"fz-approver","until":"tomorrow"}`,
+		`{"delegate":null,"until":null}`,
+		`{}`,
+	} {
+		add("POST", "/v1/delegations", 1, "", b)
+		add("POST", "/v1/delegations", 0, "", b)
+	}
+	add("POST", "/v1/delegations/{}/end", 1, "", "")
+	add("GET", "/v1/delegations", 1, "", "")
 	add("POST", "/login", 3, "", "username=fz-admin&password=wrong")
 	settlementSeeds(add)
 	for _, b := range []string{

@@ -362,3 +362,30 @@ func decidersCount(ctx context.Context, tx pgx.Tx, requester uuid.UUID, rule *Ru
 		requester, rule.Deciders.role(), rule.Deciders.ids(), esc.role(), esc.ids()).Scan(&n)
 	return n, store.MapError(err, "approvers")
 }
+
+// DecidersOf returns who may decide a at now, as the deciding transaction
+// judges it: the enabled approvers and admins other than the requester
+// among its deciders (escalation included once it happened), and those
+// holding the approvals of one of them through a delegation running at
+// now who may decide themselves. The mails go to them.
+func DecidersOf(ctx context.Context, db store.Executor, a *Approval, now time.Time) ([]uuid.UUID, error) {
+	var esc *Audience
+	if e := a.Escalation; e != nil && e.EscalatedAt != nil {
+		esc = &e.Audience
+	}
+	rows, err := db.Query(ctx, `
+		WITH own AS (
+			SELECT id FROM users WHERE role IN ('approver', 'admin') AND NOT disabled AND id <> $1
+			  AND (NOT $2 OR role = $3 OR $3 = 'approver' OR id = ANY($4) OR role = $5 OR $5 = 'approver' OR id = ANY($6)))
+		SELECT id FROM own
+		UNION
+		SELECT d.delegate_id FROM approval_delegations d JOIN own ON own.id = d.delegator_id JOIN users b ON b.id = d.delegate_id
+		WHERE d.valid_from <= $7 AND d.valid_until > $7 AND d.ended_at IS NULL
+		  AND b.role IN ('approver', 'admin') AND NOT b.disabled AND b.id <> $1`,
+		a.RequestedBy.ID, a.Deciders != nil, a.Deciders.role(), a.Deciders.ids(), esc.role(), esc.ids(), now)
+	if err != nil {
+		return nil, store.MapError(err, "deciders")
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	return out, store.MapError(err, "deciders")
+}

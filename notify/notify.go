@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/approvals"
@@ -37,6 +38,10 @@ type Config struct {
 	// Reminders are when undecided approvers are reminded; nil means
 	// DefaultReminders.
 	Reminders []Reminder
+	// Now is the clock reminders are judged by (is the request still
+	// pending and unexpired); nil is the wall clock. Tests set it to the
+	// approvals' clock.
+	Now func() time.Time
 }
 
 // Service renders and sends notification mails.
@@ -45,12 +50,16 @@ type Service struct {
 	sender    *mail.Sender
 	publicURL string
 	reminders []Reminder
+	now       func() time.Time
 	skipped   prometheus.Counter
 }
 
 // New returns the notifier; db is the pool its jobs read with.
 func New(db store.Executor, cfg Config) *Service {
-	s := &Service{db: db, sender: cfg.Sender, publicURL: strings.TrimRight(cfg.PublicURL, "/"), reminders: cfg.Reminders}
+	s := &Service{db: db, sender: cfg.Sender, publicURL: strings.TrimRight(cfg.PublicURL, "/"), reminders: cfg.Reminders, now: cfg.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
 	if s.reminders == nil {
 		s.reminders = DefaultReminders()
 	}
@@ -78,7 +87,7 @@ type Fanout struct{}
 // HandleEventTx implements outbox.Subscriber.
 func (Fanout) HandleEventTx(_ context.Context, _ pgx.Tx, ev outbox.Event) ([]river.InsertManyParams, error) {
 	switch ev.Type {
-	case events.ApprovalRequested, events.ApprovalDecided, events.ApprovalExpired:
+	case events.ApprovalRequested, events.ApprovalDecided, events.ApprovalExpired, events.ApprovalEscalated:
 		return []river.InsertManyParams{{Args: eventArgs{Event: ev}}}, nil
 	}
 	return nil, nil
@@ -131,7 +140,7 @@ func (s *Service) eventMails(ctx context.Context, tx pgx.Tx, ev outbox.Event) ([
 	}
 	switch ev.Type {
 	case events.ApprovalRequested:
-		rs, err := deciders(ctx, tx, a.RequestedBy.ID)
+		rs, err := undecided(ctx, tx, &a, s.now())
 		if err != nil {
 			return nil, err
 		}
@@ -140,6 +149,12 @@ func (s *Service) eventMails(ctx context.Context, tx pgx.Tx, ev outbox.Event) ([
 			return nil, err
 		}
 		return append(jobs, s.reminderJobs(&a)...), nil
+	case events.ApprovalEscalated:
+		rs, err := escalatedTo(ctx, tx, &a, s.now())
+		if err != nil {
+			return nil, err
+		}
+		return s.mails(kindEscalated, &a, rs, func(r recipient) string { return s.messageID(ev.ID.String(), r.ID) })
 	case events.ApprovalDecided:
 		return s.toRequester(ctx, tx, ev, kindDecided, &a)
 	default:

@@ -36,12 +36,16 @@ type bundle struct {
 // clerk, who decides nothing), each with an address unless said.
 func setup(t *testing.T, policy approvals.Policy, reminders []notify.Reminder) *bundle {
 	t.Helper()
+	return setupWith(t, app.Config{Approvals: policy, Notify: notify.Config{Reminders: reminders}})
+}
+
+// setupWith is setup with cfg, whose mail sender and public URL it sets.
+func setupWith(t *testing.T, cfg app.Config) *bundle {
+	t.Helper()
 	srv := mailtest.Start(t)
-	sender := srv.Sender(t, "Invoiced <billing@example.com>")
-	h := apptest.New(t, apptest.Options{Config: app.Config{
-		Approvals: policy,
-		Notify:    notify.Config{Sender: sender, PublicURL: publicURL + "/", Reminders: reminders},
-	}})
+	cfg.Notify.Sender = srv.Sender(t, "Invoiced <billing@example.com>")
+	cfg.Notify.PublicURL = publicURL + "/"
+	h := apptest.New(t, apptest.Options{Config: cfg})
 	b := &bundle{ctx: context.Background(), h: h, smtp: srv, tokens: map[string]string{}}
 	for _, u := range []struct {
 		name  string

@@ -128,10 +128,11 @@ func (s *Service) reminderMails(ctx context.Context, tx pgx.Tx, args remindArgs)
 	if err != nil {
 		return nil, err
 	}
-	if a.Status != approvals.StatusPending || !time.Now().Before(a.ExpiresAt) {
+	now := s.now()
+	if a.Status != approvals.StatusPending || !now.Before(a.ExpiresAt) {
 		return nil, nil
 	}
-	rs, err := undecided(ctx, tx, a.ID, a.RequestedBy.ID)
+	rs, err := undecided(ctx, tx, a, now)
 	if err != nil {
 		return nil, err
 	}

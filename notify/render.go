@@ -23,6 +23,7 @@ type kind string
 const (
 	kindNeeded           kind = "needed"
 	kindReminder         kind = "reminder"
+	kindEscalated        kind = "escalated"
 	kindDecided          kind = "decided"
 	kindExpired          kind = "expired"
 	kindEndpointDisabled kind = "endpoint_disabled"
@@ -41,7 +42,7 @@ type mailTemplate struct {
 // process at start, not a job at 3 a.m.
 var templates = func() map[kind]mailTemplate {
 	out := map[kind]mailTemplate{}
-	for _, k := range []kind{kindNeeded, kindReminder, kindDecided, kindExpired, kindEndpointDisabled} {
+	for _, k := range []kind{kindNeeded, kindReminder, kindEscalated, kindDecided, kindExpired, kindEndpointDisabled} {
 		out[k] = mailTemplate{
 			text: texttemplate.Must(texttemplate.New("").Funcs(funcs).ParseFS(templateFS, "templates/"+string(k)+".txt")),
 			html: htmltemplate.Must(htmltemplate.New("").Funcs(funcs).ParseFS(templateFS, "templates/"+string(k)+".html")),

@@ -2,8 +2,11 @@ package notify
 
 import (
 	"context"
+	"slices"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
 )
@@ -26,21 +29,38 @@ func collectRecipients(rows pgx.Rows, err error) ([]recipient, error) {
 	return out, store.MapError(err, "recipients")
 }
 
-// deciders returns the enabled users who could decide a request of
-// requester: approvers and admins, never the requester (as the gate counts
-// them).
-func deciders(ctx context.Context, db store.Executor, requester uuid.UUID) ([]recipient, error) {
+// undecided returns the deciders of a at now (approvals.DecidersOf: its
+// deciders and the holders of their approvals) who have not decided it,
+// in person or through a delegate.
+func undecided(ctx context.Context, db store.Executor, a *approvals.Approval, now time.Time) ([]recipient, error) {
+	ids, err := approvals.DecidersOf(ctx, db, a, now)
+	if err != nil {
+		return nil, err
+	}
 	return collectRecipients(db.Query(ctx, `SELECT `+recipientColumns+` FROM users u
-		WHERE u.role IN ('approver', 'admin') AND NOT u.disabled AND u.id <> $1
-		ORDER BY u.username`, requester))
+		WHERE u.id = ANY($1)
+		  AND NOT EXISTS (SELECT 1 FROM approval_decisions d WHERE d.request_id = $2 AND (d.approver_id = u.id OR d.on_behalf_of = u.id))
+		ORDER BY u.username`, ids, a.ID))
 }
 
-// undecided returns the deciders of request id who have not decided it.
-func undecided(ctx context.Context, db store.Executor, id, requester uuid.UUID) ([]recipient, error) {
-	return collectRecipients(db.Query(ctx, `SELECT `+recipientColumns+` FROM users u
-		WHERE u.role IN ('approver', 'admin') AND NOT u.disabled AND u.id <> $1
-		  AND NOT EXISTS (SELECT 1 FROM approval_decisions d WHERE d.request_id = $2 AND d.approver_id = u.id)
-		ORDER BY u.username`, requester, id))
+// escalatedTo returns whom a's escalation made deciders: undecided
+// deciders now who were none before it.
+func escalatedTo(ctx context.Context, db store.Executor, a *approvals.Approval, now time.Time) ([]recipient, error) {
+	before := *a
+	if a.Escalation != nil {
+		e := *a.Escalation
+		e.EscalatedAt = nil
+		before.Escalation = &e
+	}
+	had, err := approvals.DecidersOf(ctx, db, &before, now)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := undecided(ctx, db, a, now)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(rs, func(r recipient) bool { return slices.Contains(had, r.ID) }), nil
 }
 
 // enabledUser returns user id if enabled, and whether it is.

@@ -68,6 +68,10 @@ type Config struct {
 	// scheduled jobs): at most 1 s; shorter for a compressed retry
 	// schedule (FetchPollFor).
 	FetchPollInterval time.Duration
+	// Now is the clock jobs are scheduled and fall due by; nil is River's
+	// (the wall clock). Tests pass the clock the services read, so that a
+	// job scheduled at a time of that clock runs when it gets there.
+	Now func() time.Time
 }
 
 // Runner is a started River client working every queue.
@@ -116,6 +120,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		SoftStopTimeout:      softStop,
 		Logger:               quiet(cfg.Log),
 		ErrorHandler:         &errorLogger{log: cfg.Log},
+		Test:                 river.TestConfig{Time: clockOf(cfg.Now)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
@@ -173,4 +178,23 @@ func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h minLevel) WithGroup(name string) slog.Handler {
 	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
+}
+
+// clock is a rivertype.TimeGenerator over a clock function: River stamps
+// and schedules jobs by its time.
+type clock struct{ now func() time.Time }
+
+func (c clock) Now() time.Time { return c.now() }
+
+func (c clock) NowOrNil() *time.Time {
+	t := c.now()
+	return &t
+}
+
+// clockOf is River's time generator for now; nil leaves River its own.
+func clockOf(now func() time.Time) rivertype.TimeGenerator {
+	if now == nil {
+		return nil
+	}
+	return clock{now: now}
 }

@@ -30,3 +30,28 @@ func (c *Clock) Advance(d time.Duration) {
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
 }
+
+// Running is a goroutine-safe clock that runs with wall time and jumps
+// forward with Advance: the clock to share with background jobs (River),
+// which wait in wall time for what falls due in the clock's.
+type Running struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+// NewRunning returns a running clock reading wall time.
+func NewRunning() *Running { return &Running{} }
+
+// Now returns wall time moved by every Advance so far.
+func (c *Running) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Advance moves the clock forward by d.
+func (c *Running) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
