@@ -80,6 +80,7 @@ func TestEscalationOnAFakeClockMailsWhomItAddsAndSendsTheWebhook(t *testing.T) {
 	var n int
 	require.NoError(t, b.h.Pool.QueryRow(b.ctx, `SELECT count(*) FROM audit_events WHERE type = 'approval.escalated' AND subject_id = $1`, id).Scan(&n))
 	require.Equal(t, 1, n)
+	b.smtp.Wait(t, 3, 20*time.Second)
 	time.Sleep(300 * time.Millisecond) // and no one else is mailed
 	msgs = b.smtp.Messages()
 	require.Len(t, msgs, 3, "the decision's mail to the requester")
