@@ -115,6 +115,9 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/v1/delegations", idNone},
 	{"POST", "/v1/delegations", idNone},
 	{"POST", "/v1/delegations/{}/end", idWebhookDelivery},
+	{"GET", "/delegations", idNone},
+	{"POST", "/delegations", idNone},
+	{"POST", "/delegations/{}/end", idWebhookDelivery},
 	// Added routes go last: the corpus names routes by index.
 	{"GET", "/v1/invoices/{}/pdf", idInvoice},
 	{"GET", "/invoices/{}/pdf", idInvoice},
