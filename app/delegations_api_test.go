@@ -57,3 +57,35 @@ func TestDelegationsOverHTTP(t *testing.T) {
 	resp.JSON(t, &d)
 	require.Equal(t, approvals.DelegationEnded, d.Status)
 }
+
+// A tier that bob alone decides, escalating to admins after an hour:
+// carol is refused until bob hands her his approvals; then her approval
+// is bob's, as GET /v1/approvals/{id} shows with who may decide and when
+// it escalates, and the invoice issues.
+func TestDelegatedDecisionOverHTTP(t *testing.T) {
+	t.Parallel()
+	g := setupGated(t)
+	resp := g.h.Do(t, "POST", "/v1/approval-policy/rules", g.adminTok, map[string]any{
+		"capability": "issue-invoice", "currency": "EUR", "min_amount": 0, "approvers": 1,
+		"deciders": map[string]any{"users": []string{"bob"}}, "escalation": map[string]any{"after": "1h", "role": "admin"}})
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
+	var set approvals.RuleSet
+	resp.JSON(t, &set)
+	inv := g.draft(t)
+	id := refusedWith(t, g.issue(t, inv.ID.String()), http.StatusForbidden, approvals.CodeApprovalRequired)
+	refusedWith(t, g.h.Do(t, "POST", "/v1/approvals/"+id+"/approve", g.carolTok, nil), http.StatusForbidden, "FORBIDDEN")
+
+	resp = g.h.Do(t, "POST", "/v1/delegations", g.bobTok, map[string]any{"delegate": "carol", "until": g.clock.Now().Add(time.Hour).Format(time.RFC3339)})
+	require.Equal(t, http.StatusCreated, resp.StatusCode, string(resp.Body))
+	g.decide(t, g.carolTok, id, "approve", nil)
+	resp = g.h.Do(t, "GET", "/v1/approvals/"+id, g.adminTok, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
+	var a approvals.Approval
+	resp.JSON(t, &a)
+	require.Equal(t, "bob", a.Deciders.Users[0].Username)
+	require.Equal(t, a.CreatedAt.Add(time.Hour), a.Escalation.At)
+	require.Equal(t, "admin", string(a.Escalation.Audience.Role))
+	require.Equal(t, "carol", a.Decisions[0].Approver.Username)
+	require.Equal(t, "bob", a.Decisions[0].OnBehalfOf.Username)
+	require.Equal(t, http.StatusOK, g.issue(t, inv.ID.String()).StatusCode)
+}

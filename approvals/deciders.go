@@ -84,6 +84,14 @@ type Duration time.Duration
 // MarshalText implements encoding.TextMarshaler.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
+// UnmarshalText implements encoding.TextUnmarshaler, for clients reading
+// what MarshalText wrote.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	*d = Duration(v)
+	return err
+}
+
 // RequestEscalation is when a request escalates (At) and to whom; once it
 // did, EscalatedAt says when.
 type RequestEscalation struct {
