@@ -24,7 +24,7 @@ type Format string
 // The formats this package renders itself or names.
 const (
 	FormatPDF     Format = "pdf"
-	FormatFacturX Format = "facturx"
+	FormatFacturX        = Format(einvoice.FacturX)
 )
 
 // formatsFor are the documents a customer whose e-invoice format is f
@@ -32,7 +32,7 @@ const (
 // for facturx; else the PDF and the XML.
 func formatsFor(f Format) []Format {
 	switch f {
-	case "", "none":
+	case "", Format(einvoice.None):
 		return []Format{FormatPDF}
 	case FormatFacturX:
 		return []Format{FormatFacturX}
@@ -67,7 +67,11 @@ func (s *Service) SendInvoice(ctx context.Context, call capability.Call) (any, e
 	if _, err := invoices.Transition(inv.Status, invoices.ActionSend); err != nil {
 		return nil, err
 	}
-	dr, err := s.prepare(ctx, call, in, d, inv.CustomerID, func(f Format) (mail.Attachment, error) {
+	var format Format
+	if inv.BillTo != nil {
+		format = Format(inv.BillTo.EInvoiceFormat)
+	}
+	dr, err := s.prepare(ctx, call, in, d, inv.CustomerID, format, func(f Format) (mail.Attachment, error) {
 		if f == FormatPDF {
 			return pdf(d)
 		}
@@ -108,7 +112,7 @@ func (s *Service) SendCreditNote(ctx context.Context, call capability.Call) (any
 	if err != nil {
 		return nil, err
 	}
-	dr, err := s.prepare(ctx, call, in, d, inv.CustomerID, func(f Format) (mail.Attachment, error) {
+	dr, err := s.prepare(ctx, call, in, d, inv.CustomerID, Format(cn.BillTo.EInvoiceFormat), func(f Format) (mail.Attachment, error) {
 		if f == FormatPDF {
 			return pdf(d)
 		}
@@ -137,14 +141,15 @@ func (s *Service) start(call capability.Call) (sendInput, error) {
 	return in, decode(call, &in)
 }
 
-// prepare finds the recipient and the documents the customer's format
-// asks for, and renders them and the mail, outside any transaction.
+// prepare finds the recipient and the documents format (the customer's
+// as the document was issued) asks for, and renders them and the mail,
+// outside any transaction.
 func (s *Service) prepare(ctx context.Context, call capability.Call, in sendInput, d *document.Document, customerID uuid.UUID,
-	render func(Format) (mail.Attachment, error)) (*draft, error) {
+	format Format, render func(Format) (mail.Attachment, error)) (*draft, error) {
 	if err := invoices.RequireSeller(d.Seller); err != nil {
 		return nil, err
 	}
-	c, format, err := customerGet(ctx, s.db, customerID)
+	c, err := invoices.CustomerGetByID(ctx, s.db, customerID)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +178,8 @@ func (s *Service) prepare(ctx context.Context, call capability.Call, in sendInpu
 	return &draft{sending: sn}, nil
 }
 
-// einvoiceFile writes e in the XML format f.
+// einvoiceFile writes e in the e-invoice format f: an XML, or the
+// Factur-X PDF.
 func einvoiceFile(e einvoice.Invoice, f Format) (mail.Attachment, error) {
 	ef := einvoice.Format(f)
 	b, err := einvoice.Generate(e, ef)

@@ -169,6 +169,48 @@ func TestSendInvoiceMailsThePDFAndRecordsTheSending(t *testing.T) {
 	require.Equal(t, got.Documents, ev.Documents)
 }
 
+// Done when: the mail holds the documents the customer's e-invoice format
+// (as the invoice was issued) asks for: the PDF alone; the Factur-X PDF;
+// or the PDF and the XML, each the bytes the API serves.
+func TestSendAttachesWhatTheFormatAsks(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	type want struct{ name, contentType, path string }
+	cases := map[string][]want{
+		"none":          {{".pdf", "application/pdf", "/pdf"}},
+		"facturx":       {{".pdf", "application/pdf", "/einvoice?format=facturx"}},
+		"ubl":           {{".pdf", "application/pdf", "/pdf"}, {".ubl.xml", "application/xml", "/einvoice?format=ubl"}},
+		"cii":           {{".pdf", "application/pdf", "/pdf"}, {".cii.xml", "application/xml", "/einvoice?format=cii"}},
+		"xrechnung-ubl": {{".pdf", "application/pdf", "/pdf"}, {".xrechnung-ubl.xml", "application/xml", "/einvoice?format=xrechnung-ubl"}},
+		"xrechnung-cii": {{".pdf", "application/pdf", "/pdf"}, {".xrechnung-cii.xml", "application/xml", "/einvoice?format=xrechnung-cii"}},
+		"peppol":        {{".pdf", "application/pdf", "/pdf"}, {".peppol.xml", "application/xml", "/einvoice?format=peppol"}},
+	}
+	sent := map[string]*invoices.Invoice{}
+	byMessage := map[string]string{}
+	for format := range cases {
+		c := invoicetest.Customer(b.ctx, t, b.h.Pool, invoicetest.CustomerOpts{Name: "Customer " + format})
+		_, err := b.h.Pool.Exec(b.ctx, `UPDATE customers SET einvoice_format = $2, buyer_reference = '04011000-12345-67' WHERE id = $1`, c.ID, format)
+		require.NoError(t, err)
+		inv := invoicetest.Issued(b.ctx, t, b.h.Pool, invoicetest.DraftOpts{CustomerID: &c.ID})
+		r, sn := b.send(t, "/v1/invoices/"+inv.ID.String()+"/send", nil)
+		require.Equal(t, http.StatusAccepted, r.StatusCode, "%s", r.Body)
+		sent[format], byMessage[sn.MessageID] = inv, format
+	}
+	for _, m := range b.smtp.Wait(t, len(cases), 30*time.Second) {
+		format := byMessage[m.MessageID]
+		inv := sent[format]
+		require.Len(t, m.Attachments, len(cases[format]), format)
+		for i, w := range cases[format] {
+			a := m.Attachments[i]
+			require.Equal(t, *inv.Number+w.name, a.Name, format)
+			require.Equal(t, w.contentType, a.ContentType, format)
+			r := b.h.Do(t, http.MethodGet, "/v1/invoices/"+inv.ID.String()+w.path, b.clerk, nil)
+			require.Equal(t, http.StatusOK, r.StatusCode, "%s: %s", format, r.Body)
+			require.Equal(t, r.Body, a.Data, "%s: %s is what %s serves", format, a.Name, w.path)
+		}
+	}
+}
+
 // A credit note goes to its invoice's customer, to another address when
 // the input names one; credit_note.sent follows.
 func TestSendCreditNote(t *testing.T) {

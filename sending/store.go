@@ -14,16 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// customerGet reads the customer a sending goes to, with the e-invoice
-// format they receive.
-func customerGet(ctx context.Context, db store.Executor, id uuid.UUID) (*invoices.Customer, Format, error) {
-	c, err := invoices.CustomerGetByID(ctx, db, id)
-	if err != nil {
-		return nil, "", err
-	}
-	return c, "", nil
-}
-
 // invoiceStatusShareTx reads invoice id's status, holding the row against
 // changes (a void) until tx ends.
 func invoiceStatusShareTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (invoices.Status, error) {
