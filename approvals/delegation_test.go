@@ -316,3 +316,49 @@ func TestDelegationEndAndList(t *testing.T) {
 	require.Contains(t, string(raw), `"status":"ended"`)
 	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM audit_events WHERE type LIKE 'delegation.%'`))
 }
+
+// Ending a delegation races a decision that rests on it: each round the
+// delegate's approval either committed before the end (the audit chain
+// has the decision first, and it counts for the delegator) or is refused
+// with nothing written; never a decision recorded after the end.
+func TestEndingADelegationRacesADecisionThatRestsOnIt(t *testing.T) {
+	t.Parallel()
+	b := setupPool(t)
+	b.restrict(t, 1, "appr1")
+	for i := range 8 {
+		name := string(rune('a' + i))
+		b.target(t, name, 100)
+		id := b.required(t, call(t, "issue-invoice", b.clerk, name), name)
+		d := b.delegate(t, b.appr1, "appr2", time.Time{}, b.clock.Now().Add(time.Hour))
+		var (
+			wg             sync.WaitGroup
+			start          = make(chan struct{})
+			decErr, endErr error
+		)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, decErr = b.yes(b.appr2, id)
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			_, endErr = b.svc.DelegationEnd(b.ctx, b.appr1, capability.PathREST, d.ID)
+		}()
+		close(start)
+		wg.Wait()
+		require.NoError(t, endErr)
+		a := b.get(t, id)
+		if decErr != nil {
+			refused(t, decErr, http.StatusForbidden, problem.CodeForbidden)
+			require.Empty(t, a.Decisions)
+			continue
+		}
+		require.Equal(t, approvals.StatusApproved, a.Status)
+		require.Equal(t, "appr1", a.Decisions[0].OnBehalfOf.Username)
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM audit_events e, audit_events f
+			WHERE e.type = 'approval.decided' AND e.subject_id = $1 AND f.type = 'delegation.ended' AND f.subject_id = $2 AND e.seq < f.seq`, id, d.ID.String()))
+	}
+	b.verify(t)
+}

@@ -129,3 +129,22 @@ func TestRemindersOnAFakeClock(t *testing.T) {
 		require.Equal(t, []string{"admin@example.com", "appr2@example.com"}, recipients(reminded))
 	}
 }
+
+// The approval-needed mail follows the approvals: with a tier that appr1
+// alone decides and appr1's approvals handed to appr2, it reaches appr1
+// and appr2, and no other approver.
+func TestApprovalNeededReachesTheDelegate(t *testing.T) {
+	t.Parallel()
+	b := setup(t, approvals.Policy{}, []notify.Reminder{})
+	r := b.h.Do(t, http.MethodPost, "/v1/approval-policy/rules", b.tokens["admin"], map[string]any{
+		"capability": "issue-invoice", "currency": "EUR", "min_amount": 0, "approvers": 1,
+		"deciders": map[string]any{"users": []string{"appr1"}}})
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	r = b.h.Do(t, http.MethodPost, "/v1/delegations", b.tokens["appr1"], map[string]any{
+		"delegate": "appr2", "until": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
+	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
+	b.request(t)
+	b.smtp.Wait(t, 2, 20*time.Second)
+	time.Sleep(300 * time.Millisecond) // and nothing more arrives
+	require.Equal(t, []string{"appr1@example.com", "appr2@example.com"}, recipients(b.smtp.Messages()))
+}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/approvals"
+	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/stretchr/testify/require"
 )
@@ -81,4 +83,38 @@ func (b *bundle) userID(t *testing.T, name string) uuid.UUID {
 	u, err := identity.UserGetByUsername(context.Background(), b.h.Pool, name)
 	require.NoError(t, err)
 	return u.ID
+}
+
+// The request page says who may decide a tier that names its deciders and
+// when it escalates, and that a delegate's approval was for the
+// delegator whose approvals they held.
+func TestApprovalPageShowsDecidersAndADelegatedDecision(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	admin := b.user(t, "ada", identity.RoleAdmin)
+	alice := b.user(t, "alice", identity.RoleApprover)
+	bob := b.user(t, "bob", identity.RoleApprover)
+	clerk := b.user(t, "carl", identity.RoleClerk)
+	zero := int64(0)
+	_, err := b.h.App.Approvals().PolicySet(ctx, admin.Principal(), capability.PathREST, approvals.RuleInput{
+		Capability: "issue-invoice", Currency: "EUR", MinAmount: &zero, Approvers: 1,
+		Deciders:   &approvals.AudienceInput{Users: []string{"alice"}},
+		Escalation: &approvals.EscalationInput{After: "24h", Role: "admin"}}, etag.IfMatch{})
+	require.NoError(t, err)
+	id := b.request(t, clerk, capability.PathBinding)
+	_, err = b.h.App.Approvals().DelegationCreate(ctx, alice.Principal(), capability.PathREST,
+		approvals.DelegationInput{Delegate: "bob", Until: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
+	require.NoError(t, err)
+	_, err = b.h.App.Approvals().Decide(ctx, bob.Principal(), capability.PathREST, id, etag.IfMatch{}, approvals.DecisionApprove, "")
+	require.NoError(t, err)
+
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("ada", testPassword).status)
+	p := br.do(http.MethodGet, "/approvals/"+id.String(), nil)
+	require.Equal(t, http.StatusOK, p.status)
+	require.Contains(t, p.body, `id="deciders">alice, and whoever holds their approvals`)
+	require.Contains(t, p.body, "escalates at")
+	require.Contains(t, p.body, "to admins</span>")
+	require.Contains(t, p.body, "by bob for alice, whose approvals they held")
 }
