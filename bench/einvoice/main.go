@@ -1,5 +1,5 @@
-// Command einvoice is the second half of `make bench-einvoice`: UBL and
-// CII e-invoices per second on this machine's cores from an issued
+// Command einvoice is the second half of `make bench-einvoice`: UBL, CII
+// and Factur-X e-invoices per second on this machine's cores from an issued
 // invoice's frozen rows in PostgreSQL, each document read as GET
 // /v1/invoices/{id}/einvoice reads it (invoices.InvoiceEInvoice, one
 // snapshot) and written, beside the reference measured in the same run:
@@ -93,6 +93,7 @@ func run(admin, name string, dur time.Duration) error {
 		{"read only", func(einvoice.Invoice) error { return nil }},
 		{"ubl", func(e einvoice.Invoice) error { _, err := einvoice.Generate(e, einvoice.UBL); return err }},
 		{"cii", func(e einvoice.Invoice) error { _, err := einvoice.Generate(e, einvoice.CII); return err }},
+		{"facturx", func(e einvoice.Invoice) error { _, err := einvoice.Generate(e, einvoice.FacturX); return err }},
 	}
 	for _, c := range cases {
 		r, err := measure(dur, cores, read(c.f))
