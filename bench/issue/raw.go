@@ -19,8 +19,10 @@ const auditLockKey int64 = 0x61756469_74636861
 
 // rawScript is the issue transaction as SQL, statement for statement what
 // the service sends (invoice lock and lines, customer and seller for
-// issue readiness, the gate's lookup of the approval, its decisions and
-// the approval policy's rules, consume and notify, two audit appends, the
+// issue readiness, the requester's row locked to check their live
+// authority, the approval policy's rules, the gate's lookup of the
+// approval and its decisions, consume, the effect the windows count and
+// notify, two audit appends, the
 // numbered update, and the
 // invoice.issued event's fan-out: the delivery to the subscribed endpoint
 // (the bench subscribes exactly one: \gset takes one row) and River's
@@ -28,23 +30,25 @@ const auditLockKey int64 = 0x61756469_74636861
 // nothing works; River's occasional insert notification, at most one per
 // 100 ms, is left out), with the audit events and the delivery's body
 // built in SQL. Pipelines mirror the statements pgx sends as one batch
-// (consume + notify; each audit lock + insert). The work item lookup
+// (consume + effect + notify; each audit lock + insert). The work item lookup
 // before BEGIN stands in for the HTTP request naming the invoice. The
 // Idempotency-Key's lookup and its record in the transaction (ADR-0020),
 // which ours sends with each issue (-keys), are not in it: like the HTTP
 // layer, they are what the service adds to the same effect.
 const rawScript = `\set i :i + 1
 \set k :client_id * :per + :i
-SELECT invoice_id AS inv, approval_id AS appr, input_hash AS ih, customer_id AS cust FROM bench_queue WHERE k = :k \gset
+SELECT invoice_id AS inv, approval_id AS appr, input_hash AS ih, customer_id AS cust, requester AS clerk FROM bench_queue WHERE k = :k \gset
 BEGIN;
 SELECT id, number, status, customer_id, currency, due_date, memo, subtotal, tax_total, total, amount_paid, amount_credited, issued_at, voided_at, paid_at, version, created_at, updated_at, bill_to, seller, tax_rounding, supply_date, period_start, period_end, payment_terms_days, purchase_order, buyer_reference FROM invoices WHERE id = :inv FOR UPDATE;
 SELECT invoice_id, description, quantity_e4, unit, unit_amount, vat_category, tax_rate_bps, exemption_reason, exemption_code, amount, tax_amount FROM invoice_lines WHERE invoice_id = ANY(ARRAY[:inv::uuid]) ORDER BY invoice_id, position;
 SELECT id, name, email, currency, address, vat_id, tax_number, buyer_reference, language, payment_terms_days, einvoice_format, peppol_id, version, created_at, updated_at, (SELECT jsonb_build_object('legal_name', legal_name, 'trading_name', trading_name, 'address', address, 'vat_id', vat_id, 'tax_number', tax_number, 'registration', registration, 'contact', contact, 'bank_accounts', bank_accounts, 'payment_terms_days', payment_terms_days) FROM seller) FROM customers WHERE id = :cust;
-SELECT r.id, r.capability, r.status, r.input, r.input_hash, r.target_type, r.target_id, r.target_version, r.amount, r.currency, r.snapshot, r.requested_by, u.username, r.requested_via, r.reason, r.required_approvals, r.created_at, r.updated_at, r.expires_at, r.decided_at, r.consumed_at, r.consumed_by, r.expiry_reported_at IS NOT NULL, r.version, r.policy_version, r.policy_rule_id, r.policy_required, r.required_raised_version FROM approval_requests r JOIN users u ON u.id = r.requested_by WHERE r.capability = 'issue-invoice' AND r.target_type = 'invoice' AND r.target_id = :inv AND r.input_hash = :ih ORDER BY r.created_at DESC, r.id DESC LIMIT 1 FOR UPDATE OF r;
+SELECT u.id, u.username, u.display_name, u.role, u.disabled, u.email, u.version, u.created_at, u.updated_at FROM users u WHERE u.id = :clerk FOR SHARE;
+SELECT v.version, r.id, r.capability, coalesce(r.currency, '*'), r.min_amount, r.min_amount_major, r.approvers, r.window_days, r.scope, r.from_version, r.to_version FROM (SELECT max(version) AS version FROM approval_policy_versions) v LEFT JOIN approval_policy_rules r ON r.to_version IS NULL AND r.capability = 'issue-invoice' AND (r.currency = 'EUR' OR r.currency IS NULL);
+SELECT r.id, r.capability, r.status, r.input, r.input_hash, r.target_type, r.target_id, r.target_version, r.amount, r.currency, r.snapshot, r.requested_by, u.username, r.requested_via, r.reason, r.required_approvals, r.created_at, r.updated_at, r.expires_at, r.decided_at, r.consumed_at, r.consumed_by, r.expiry_reported_at IS NOT NULL, r.version, r.policy_version, r.policy_rule_id, r.policy_required, r.required_raised_version, r.policy_window FROM approval_requests r JOIN users u ON u.id = r.requested_by WHERE r.capability = 'issue-invoice' AND r.target_type = 'invoice' AND r.target_id = :inv AND r.input_hash = :ih ORDER BY r.created_at DESC, r.id DESC LIMIT 1 FOR UPDATE OF r;
 SELECT d.request_id, d.approver_id, u.username, d.decision, d.reason, d.decided_at, d.voided_at, d.void_reason, u.role, u.disabled FROM approval_decisions d JOIN users u ON u.id = d.approver_id WHERE d.request_id = ANY(ARRAY[:appr::uuid]) ORDER BY d.decided_at, d.id;
-SELECT v.version, r.id, r.capability, coalesce(r.currency, '*'), r.min_amount, r.min_amount_major, r.approvers, r.from_version, r.to_version FROM (SELECT max(version) AS version FROM approval_policy_versions) v LEFT JOIN approval_policy_rules r ON r.to_version IS NULL AND r.capability = 'issue-invoice' AND (r.currency = 'EUR' OR r.currency IS NULL);
 \startpipeline
 UPDATE approval_requests SET status = 'consumed', consumed_at = now(), consumed_by = gen_random_uuid(), updated_at = now(), version = version + 1 WHERE id = :appr AND status = 'approved';
+INSERT INTO policy_effects (id, capability, requester, customer_id, amount, currency, at, target_type, target_id, approval_id) VALUES (gen_random_uuid(), 'issue-invoice', :clerk, :cust, 12000, 'EUR', now(), 'invoice', :inv, :appr);
 SELECT pg_notify('invoiced_approvals', '{"id":"' || :appr::text || '","status":"consumed","version":3}');
 \endpipeline
 \startpipeline
@@ -102,16 +106,16 @@ func (b *bench) raw(ctx context.Context, c, n int) (float64, error) {
 	if err := b.drain(ctx); err != nil {
 		return 0, err
 	}
-	if _, err := b.pool.Exec(ctx, `DELETE FROM river_job WHERE queue = 'bench_raw'; DROP TABLE IF EXISTS bench_queue; CREATE TABLE bench_queue (k int PRIMARY KEY, invoice_id uuid, approval_id uuid, input_hash text, customer_id uuid)`); err != nil {
+	if _, err := b.pool.Exec(ctx, `DELETE FROM river_job WHERE queue = 'bench_raw'; DROP TABLE IF EXISTS bench_queue; CREATE TABLE bench_queue (k int PRIMARY KEY, invoice_id uuid, approval_id uuid, input_hash text, customer_id uuid, requester uuid)`); err != nil {
 		return 0, err
 	}
 	per := n / c
 	rows := make([][]any, 0, n)
 	for i, it := range items {
 		// Client j runs i = 1..per, so its items are k = j*per+1 … j*per+per.
-		rows = append(rows, []any{i + 1, it.invoice, it.approval, it.inputHash, b.customer.ID})
+		rows = append(rows, []any{i + 1, it.invoice, it.approval, it.inputHash, b.customer.ID, b.clerk.UserID})
 	}
-	if _, err := b.pool.CopyFrom(ctx, pgx.Identifier{"bench_queue"}, []string{"k", "invoice_id", "approval_id", "input_hash", "customer_id"}, pgx.CopyFromRows(rows)); err != nil {
+	if _, err := b.pool.CopyFrom(ctx, pgx.Identifier{"bench_queue"}, []string{"k", "invoice_id", "approval_id", "input_hash", "customer_id", "requester"}, pgx.CopyFromRows(rows)); err != nil {
 		return 0, err
 	}
 	dir, err := os.MkdirTemp("", "bench-issue")
