@@ -29,14 +29,18 @@ type CreditNote struct {
 	// InvoiceSupplyDate and InvoicePeriod are the supply the invoice
 	// billed, which its credit notes' e-invoices state (BR-IC-11 asks it
 	// of an intra-community supply's).
-	InvoiceSupplyDate *Date        `json:"-"`
-	InvoicePeriod     *Period      `json:"-"`
-	Currency          string       `json:"currency"`
-	Reason            string       `json:"reason"`
-	Lines             []CreditLine `json:"lines"`
-	Subtotal          int64        `json:"subtotal"`
-	TaxTotal          int64        `json:"tax_total"`
-	Total             int64        `json:"total"`
+	InvoiceSupplyDate *Date   `json:"-"`
+	InvoicePeriod     *Period `json:"-"`
+	// InvoicePurchaseOrder is the invoice's purchase order, which its
+	// credit notes' e-invoices quote (Peppol asks a buyer reference or an
+	// order reference of every document, PEPPOL-EN16931-R003).
+	InvoicePurchaseOrder string       `json:"-"`
+	Currency             string       `json:"currency"`
+	Reason               string       `json:"reason"`
+	Lines                []CreditLine `json:"lines"`
+	Subtotal             int64        `json:"subtotal"`
+	TaxTotal             int64        `json:"tax_total"`
+	Total                int64        `json:"total"`
 	// BillTo is whom the credited invoice billed.
 	BillTo BillTo `json:"bill_to"`
 	// Seller is who issued the credit note, as the seller settings said

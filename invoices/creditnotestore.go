@@ -12,7 +12,7 @@ import (
 )
 
 const creditNoteColumns = `c.id, c.number, c.invoice_id, i.number, i.issued_at, i.buyer_reference, c.currency, c.reason, c.subtotal, c.tax_total, c.total,
-	c.bill_to, c.seller, c.invoice_version, c.approval_id, c.issued_by, c.issued_at, i.supply_date, i.period_start, i.period_end`
+	c.bill_to, c.seller, c.invoice_version, c.approval_id, c.issued_by, c.issued_at, i.supply_date, i.period_start, i.period_end, i.purchase_order`
 
 const creditNoteFrom = ` FROM credit_notes c JOIN invoices i ON i.id = c.invoice_id`
 
@@ -22,7 +22,7 @@ func scanCreditNote(row pgx.Row) (*CreditNote, error) {
 		supply, start, finish *time.Time
 	)
 	if err := row.Scan(&cn.ID, &cn.Number, &cn.InvoiceID, &cn.InvoiceNumber, &cn.InvoiceIssuedAt, &cn.InvoiceBuyerReference, &cn.Currency, &cn.Reason, &cn.Subtotal, &cn.TaxTotal, &cn.Total,
-		&cn.BillTo, &cn.Seller, &cn.InvoiceVersion, &cn.ApprovalID, &cn.IssuedBy, &cn.IssuedAt, &supply, &start, &finish); err != nil {
+		&cn.BillTo, &cn.Seller, &cn.InvoiceVersion, &cn.ApprovalID, &cn.IssuedBy, &cn.IssuedAt, &supply, &start, &finish, &cn.InvoicePurchaseOrder); err != nil {
 		return nil, err
 	}
 	cn.InvoiceSupplyDate = dateOf(supply)
@@ -93,6 +93,7 @@ func CreditNoteIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, cn *CreditN
 	}
 	cn.InvoiceID, cn.InvoiceNumber, cn.Currency, cn.BillTo, cn.InvoiceVersion, cn.IssuedAt = inv.ID, deref(inv.Number), inv.Currency, billTo, inv.Version, at
 	cn.InvoiceBuyerReference, cn.InvoiceSupplyDate, cn.InvoicePeriod = inv.BuyerReference, inv.SupplyDate, inv.ServicePeriod
+	cn.InvoicePurchaseOrder = inv.PurchaseOrder
 	cn.Invoice = after
 	return cn, nil
 }

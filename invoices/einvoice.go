@@ -73,6 +73,7 @@ func CreditNoteEInvoice(cn *CreditNote, current *Seller) (einvoice.Invoice, erro
 	if err := RequireSeller(d.Seller); err != nil {
 		return einvoice.Invoice{}, err
 	}
+	d.PurchaseOrder = cn.InvoicePurchaseOrder
 	if cn.InvoiceSupplyDate != nil {
 		d.SupplyDate = cn.InvoiceSupplyDate.Time
 	}

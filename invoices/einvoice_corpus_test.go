@@ -195,6 +195,9 @@ func TestEInvoiceCorpusValidates(t *testing.T) {
 			require.Contains(t, r.Header.Get("Content-Disposition"), einvoice.FileName(number, f))
 			require.Contains(t, string(r.Body), ">"+number+"<", "%s %s states its number", kind, f)
 			require.Contains(t, string(r.Body), ">"+decimalOf(total, exp)+"<", "%s %s states its total", kind, f)
+			if f == einvoice.Peppol {
+				require.Regexp(t, `<cbc:BuyerReference>|<cac:OrderReference>`, string(r.Body), "%s: Peppol asks a buyer or order reference (PEPPOL-EN16931-R003)", kind)
+			}
 			again := get(t, h, path+"/einvoice?format="+string(f), b.clerk, http.StatusOK)
 			require.Equal(t, r.Body, again.Body, "the same document gives the same bytes")
 			require.Equal(t, r.Header.Get("ETag"), again.Header.Get("ETag"))
