@@ -86,8 +86,10 @@ type Decision struct {
 	VoidedAt   *time.Time `json:"voided_at,omitempty"`
 	VoidReason VoidReason `json:"void_reason,omitempty"`
 
-	// approver is the approver's authority as the decision was read.
-	approver authority
+	// approver is the approver's authority as the decision was read, and
+	// delegator the authority of whom they decided for (nil: themselves).
+	approver  authority
+	delegator *authority
 }
 
 // The decisions an approver can make.

@@ -1,6 +1,7 @@
 package approvals_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"sync"
@@ -13,6 +14,8 @@ import (
 	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
+	"github.com/invoiced/invoiced/store"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -361,4 +364,43 @@ func TestEndingADelegationRacesADecisionThatRestsOnIt(t *testing.T) {
 			WHERE e.type = 'approval.decided' AND e.subject_id = $1 AND f.type = 'delegation.ended' AND f.subject_id = $2 AND e.seq < f.seq`, id, d.ID.String()))
 	}
 	b.verify(t)
+}
+
+// A decision made on a delegator's authority counts while the delegator
+// may decide too: disabling them (through the service, which voids in
+// the same transaction, or behind its back, which the gate's recount
+// catches at use) voids it, and the request is pending again.
+func TestDelegatedDecisionLapsesWithItsDelegator(t *testing.T) {
+	t.Parallel()
+	for name, viaService := range map[string]bool{"through the service": true, "behind its back": false} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.restrict(t, 1, "appr1")
+			b.delegate(t, b.appr1, "appr2", time.Time{}, b.clock.Now().Add(time.Hour))
+			b.target(t, "inv", 100)
+			c := call(t, "issue-invoice", b.clerk, "inv")
+			id := b.required(t, c, "inv")
+			a, err := b.yes(b.appr2, id)
+			require.NoError(t, err)
+			require.Equal(t, approvals.StatusApproved, a.Status)
+			_, err = b.db.Exec(b.ctx, `UPDATE users SET disabled = true WHERE id = $1`, b.appr1.UserID)
+			require.NoError(t, err)
+			if viaService {
+				err := store.WithTx(b.ctx, b.db, func(ctx context.Context, tx pgx.Tx) error {
+					_, err := b.svc.VoidDecisionsTx(ctx, tx, approvals.Actor{Name: "admin", Via: capability.PathCLI}, b.appr1.UserID, approvals.VoidApproverDisabled)
+					return err
+				})
+				require.NoError(t, err)
+				require.Equal(t, approvals.StatusPending, b.get(t, id).Status)
+			}
+			_, err = b.invoke(b.ctx, c, "inv")
+			refused(t, err, http.StatusForbidden, approvals.CodeApprovalRequired)
+			a = b.get(t, id)
+			require.Equal(t, approvals.StatusPending, a.Status)
+			require.False(t, a.Decisions[0].Counts)
+			require.Equal(t, approvals.VoidApproverDisabled, a.Decisions[0].VoidReason)
+			b.verify(t)
+		})
+	}
 }

@@ -103,7 +103,13 @@ func lapsed(a *Approval) map[uuid.UUID]VoidReason {
 		if !d.Counts || d.Decision != DecisionApprove {
 			continue
 		}
-		if r := d.approver.lapse(); r != "" {
+		r := d.approver.lapse()
+		if r == "" && d.delegator != nil {
+			// A decision made on a delegator's authority alone rests on
+			// it as on the delegate's own (ADR-0022 §7).
+			r = d.delegator.lapse()
+		}
+		if r != "" {
 			if out == nil {
 				out = map[uuid.UUID]VoidReason{}
 			}
@@ -133,7 +139,11 @@ func voidTx(ctx context.Context, tx pgx.Tx, a *Approval, voids map[uuid.UUID]Voi
 	a.Approvals = 0
 	for i := range a.Decisions {
 		d := &a.Decisions[i]
-		if r, ok := voids[d.Approver.ID]; ok && d.Counts {
+		r, ok := voids[d.Approver.ID]
+		if !ok && d.OnBehalfOf != nil {
+			r, ok = voids[d.OnBehalfOf.ID]
+		}
+		if ok && d.Counts {
 			if err := decisionVoidTx(ctx, tx, a.ID, d.Approver.ID, r, now); err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/store"
@@ -217,7 +218,7 @@ func approvalEscalateTx(ctx context.Context, tx pgx.Tx, a *Approval, now time.Ti
 func approvalsDecidedByLockTx(ctx context.Context, tx pgx.Tx, approver uuid.UUID, now time.Time) ([]*Approval, error) {
 	return approvalsQuery(ctx, tx, `
 		WHERE r.status IN ('pending', 'approved') AND r.expires_at > $2
-		  AND EXISTS (SELECT 1 FROM approval_decisions d WHERE d.request_id = r.id AND d.approver_id = $1 AND d.voided_at IS NULL)
+		  AND EXISTS (SELECT 1 FROM approval_decisions d WHERE d.request_id = r.id AND (d.approver_id = $1 OR d.on_behalf_of = $1) AND d.voided_at IS NULL)
 		ORDER BY r.id FOR UPDATE OF r`, approver, now)
 }
 
@@ -432,7 +433,7 @@ func decisionsLoad(ctx context.Context, db store.Executor, as []*Approval) error
 	}
 	rows, err := db.Query(ctx, `
 		SELECT d.request_id, d.approver_id, u.username, d.decision, d.reason, d.decided_at, d.voided_at, d.void_reason,
-			u.role, u.disabled, d.on_behalf_of, b.username
+			u.role, u.disabled, d.on_behalf_of, b.username, b.role, b.disabled
 		FROM approval_decisions d JOIN users u ON u.id = d.approver_id LEFT JOIN users b ON b.id = d.on_behalf_of
 		WHERE d.request_id = ANY($1)
 		ORDER BY d.decided_at, d.id`, ids)
@@ -462,13 +463,16 @@ func scanDecision(row pgx.Row) (uuid.UUID, Decision, error) {
 		voidReason *string
 		behalf     *uuid.UUID
 		behalfName *string
+		behalfRole *identity.Role
+		behalfOff  *bool
 	)
 	if err := row.Scan(&reqID, &d.Approver.ID, &d.Approver.Username, &d.Decision, &d.Reason, &d.DecidedAt, &d.VoidedAt, &voidReason,
-		&d.approver.role, &d.approver.disabled, &behalf, &behalfName); err != nil {
+		&d.approver.role, &d.approver.disabled, &behalf, &behalfName, &behalfRole, &behalfOff); err != nil {
 		return uuid.Nil, Decision{}, err
 	}
 	if behalf != nil {
 		d.OnBehalfOf = &UserRef{ID: *behalf, Username: *behalfName}
+		d.delegator = &authority{role: *behalfRole, disabled: *behalfOff}
 	}
 	d.DecidedAt, d.VoidedAt = d.DecidedAt.UTC(), utcPtr(d.VoidedAt)
 	d.Counts = d.VoidedAt == nil
