@@ -185,7 +185,9 @@ func TestTokenRevokedOverHTTPIsRefusedNextRequest(t *testing.T) {
 	}
 	resp.JSON(t, &list)
 	require.Len(t, list.Data, 2)
-	require.ElementsMatch(t, []string{"id", "user_id", "name", "created_at", "last_used_at", "revoked_at"}, keys(list.Data[0]))
+	require.ElementsMatch(t, []string{"id", "user_id", "name", "created_at", "last_used_at", "revoked_at", "oauth_client", "scope"}, keys(list.Data[0]))
+	require.Nil(t, list.Data[0]["oauth_client"], "an API token is no OAuth grant (ADR-0023)")
+	require.Nil(t, list.Data[0]["scope"])
 	first := list.Data[1]["id"].(string) // the token setupGated made: oldest
 
 	resp = g.h.Do(t, "POST", "/v1/tokens/"+first+"/revoke", g.adminTok, nil)
