@@ -75,8 +75,10 @@ func TestOAuthWithTheTypeScriptSDK(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "oauth.e2e.mjs"))
 			cmd.Dir = dir
+			// The consent page's screenshot goes to the test's artifact
+			// directory (go test -artifacts keeps it).
 			cmd.Env = append(os.Environ(), "INVOICED_URL="+h.URL, "INVOICED_USERNAME=clerk", "INVOICED_PASSWORD="+password,
-				"INVOICED_CLIENT_DOCUMENT="+way.document)
+				"INVOICED_CLIENT_DOCUMENT="+way.document, "INVOICED_SCREENSHOTS="+t.ArtifactDir())
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			require.NoError(t, cmd.Run(), stderr.String())

@@ -3,7 +3,8 @@
 // with only the server's URL: discovery, registration (dynamic, or a
 // Client ID Metadata Document when INVOICED_CLIENT_DOCUMENT is set), the
 // consent page driven in Chromium, the token, tools, a refresh, and a
-// revocation. mcp/oauth_e2e_test.go runs it and checks the database.
+// revocation. mcp/oauth_e2e_test.go runs it and checks the database;
+// the consent page's screenshot goes to INVOICED_SCREENSHOTS when set.
 // Prints one JSON line of what it saw; a failed expectation throws.
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -75,6 +76,7 @@ try {
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForURL(/\/oauth\/consent\//);
+  if (process.env.INVOICED_SCREENSHOTS) await page.screenshot({ path: `${process.env.INVOICED_SCREENSHOTS}/consent.png`, fullPage: true });
   out.consent = {
     client: await page.locator('#client-name').innerText(),
     redirectHost: await page.locator('#redirect-host').innerText(),
