@@ -156,6 +156,9 @@ type SubscriptionStats struct {
 	Subscriptions int
 	// Queued is how many updates wait to be sent.
 	Queued int
+	// MostQueued is how many wait for the session with the most: at most
+	// one per URI it subscribed to, however long its stream is stuck.
+	MostQueued int
 	// Sending is how many sessions have an update being written now; a
 	// session that stays here stopped reading its stream.
 	Sending int
@@ -170,6 +173,7 @@ func (s *subscriptions) stats() SubscriptionStats {
 	for _, o := range s.sessions {
 		st.Subscriptions += len(o.uris)
 		st.Queued += len(o.queue)
+		st.MostQueued = max(st.MostQueued, len(o.queue))
 		if o.sending {
 			st.Sending++
 		}
