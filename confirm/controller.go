@@ -105,6 +105,10 @@ type Evidence struct {
 	Approved bool
 	// Reason is the user's optional reason.
 	Reason string
+	// Cancelled says the user dismissed the question without answering
+	// (MCP's elicitation "cancel"): spent as a denial, and answered
+	// ReasonCancelled rather than ReasonDenied, since nobody said no.
+	Cancelled bool
 }
 
 // Outcome is what a Call came to: exactly one of Pause, Result or Ran.
@@ -169,6 +173,8 @@ func (c *Controller) Call(ctx context.Context, req Request, run func(ctx context
 	// The evidence is spent from here on, whatever the answer: a denial,
 	// an expiry or a mismatch is final for this confirmation.
 	switch {
+	case conf.Decision != DecisionApproved && req.Evidence.Cancelled:
+		return invalid(ReasonCancelled, req.Evidence), nil
 	case conf.Decision != DecisionApproved:
 		return invalid(ReasonDenied, req.Evidence), nil
 	case !now.Before(conf.ExpiresAt):

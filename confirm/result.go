@@ -12,6 +12,7 @@ type Reason string
 // The reasons of CONFIRMATION_INVALID.
 const (
 	ReasonDenied        Reason = "denied"
+	ReasonCancelled     Reason = "cancelled"
 	ReasonExpired       Reason = "expired"
 	ReasonInputMismatch Reason = "input_mismatch"
 	ReasonReplayed      Reason = "replayed"
@@ -41,6 +42,7 @@ type ResultError struct {
 
 var messages = map[Reason]string{
 	ReasonDenied:        "The user declined this call, so it was not done; do not retry it unless the user asks again, and tell them it was not done.",
+	ReasonCancelled:     "The user dismissed the question without answering, so this call was not done; do not retry it on your own: ask the user whether they want it, and call the tool again only if they say so.",
 	ReasonExpired:       "The user's confirmation expired before it was used, so nothing was done; call the tool again to ask the user to confirm anew.",
 	ReasonInputMismatch: "The confirmation was given for a different input than this call, so nothing was done; call the tool again with the input the user should confirm.",
 	ReasonReplayed:      "This confirmation was already used once, so nothing was done; call the tool again if the user still wants it done.",

@@ -136,9 +136,10 @@ func (s *Service) ask(ctx context.Context, ss *gomcp.ServerSession, call capabil
 const ReasonClientGone = "the client went away before the user answered"
 
 // evidence is the user's answer as the controller takes it: only an
-// accepted form whose confirm is true approves.
+// accepted form whose confirm is true approves; a form the user dismissed
+// (cancel, as against decline) is a cancellation.
 func evidence(id string, ans *gomcp.ElicitResult) *confirm.Evidence {
-	ev := &confirm.Evidence{ConfirmationID: id}
+	ev := &confirm.Evidence{ConfirmationID: id, Cancelled: ans.Action == "cancel"}
 	if ans.Action == "accept" {
 		ev.Approved, _ = ans.Content["confirm"].(bool)
 		ev.Reason, _ = ans.Content["reason"].(string)

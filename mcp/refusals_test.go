@@ -183,6 +183,26 @@ func TestElicitationAnswersOnlyFromItsSession(t *testing.T) {
 	}
 }
 
+// The user dismissing the form (cancel) is not a no: the call is not done
+// and reads "cancelled"; the confirmation is spent all the same.
+func TestCancelledElicitationReadsCancelled(t *testing.T) {
+	t.Parallel()
+	b := setup(t, app.Config{})
+	s := openSession(t, b.h.URL, b.clerk, true)
+	before := b.written(t)
+	st := s.request("tools/call", map[string]any{"name": "create-customer", "arguments": map[string]any{"name": "Dismissed Ltd", "currency": "EUR"}})
+	ask := st.next()
+	require.Equal(t, "elicitation/create", ask.Method)
+	require.Equal(t, http.StatusAccepted, s.answer(s.id, ask.ID, map[string]any{"action": "cancel"}))
+	e := st.result().error(t)
+	require.Equal(t, "CONFIRMATION_INVALID", e.Code)
+	require.Equal(t, "cancelled", e.Reason)
+	require.Contains(t, e.Message, "dismissed")
+	require.NotContains(t, e.Message, "declined")
+	require.Equal(t, before, b.written(t))
+	require.Equal(t, 1, count(t, b.h, `SELECT count(*) FROM confirmations WHERE capability = 'create-customer' AND used_at IS NOT NULL AND decision = 'denied'`))
+}
+
 // A client whose tools/call stream breaks while its user is being asked
 // (a dropped connection: no notifications/cancelled) leaves nothing to
 // confirm: the question ends with the request, its confirmation is spent
