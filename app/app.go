@@ -17,6 +17,7 @@ import (
 	"github.com/invoiced/invoiced/mcp"
 	"github.com/invoiced/invoiced/notify"
 	"github.com/invoiced/invoiced/oauth"
+	"github.com/invoiced/invoiced/origins"
 	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/seller"
 	"github.com/invoiced/invoiced/sending"
@@ -65,6 +66,12 @@ type Config struct {
 	MCP mcp.Options
 	// OAuth configures the authorization server of /mcp (ADR-0023).
 	OAuth oauth.Config
+	// AllowedOrigins are the origins, besides the service's own, whose
+	// pages may call /mcp (INVOICED_MCP_ALLOWED_ORIGINS): browser-based MCP
+	// clients. Any other Origin is refused with 403.
+	AllowedOrigins origins.Allowed
+	// Version is the binary's (main.version), which /mcp reports.
+	Version string
 	// Chat bounds chat runs and conversations (INVOICED_CHAT_*); zero
 	// fields take steploop's defaults.
 	Chat steploop.Limits
@@ -82,6 +89,7 @@ type App struct {
 	web  *web.Handler
 
 	eventsHeartbeat time.Duration
+	allowedOrigins  origins.Allowed
 
 	approvalGate *approvals.Gate
 	approvalSvc  *approvals.Service
@@ -108,7 +116,7 @@ type App struct {
 
 // New builds services and handlers over pool.
 func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
-	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat,
+	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat, allowedOrigins: cfg.AllowedOrigins,
 		listener: store.NewListener(pool.Config().ConnConfig, log)}
 	cfg.Approvals.Capabilities, cfg.Approvals.Governed = ConsequentialCapabilities(), GovernedCapabilities()
 	var err error
@@ -156,7 +164,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 		mcpOpts.Heartbeat = cfg.EventsHeartbeat
 	}
 	a.mcp, err = mcp.New(mcp.Config{Options: mcpOpts, Registry: a.caps, Approvals: a.approvalSvc,
-		Hub: a.approvalHub, Confirmations: confirm.NewPostgres(pool), Log: log})
+		Hub: a.approvalHub, Confirmations: confirm.NewPostgres(pool), Log: log, Version: cfg.Version})
 	if err != nil {
 		a.Close()
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"github.com/invoiced/invoiced/idempotency"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/mcp"
 	"github.com/invoiced/invoiced/oauth"
 	"github.com/invoiced/invoiced/openapi"
 	"github.com/invoiced/invoiced/seller"
@@ -178,8 +179,11 @@ func (a *App) oauthHandler() *oauth.Handler {
 // where to get one (Challenge);
 // approvers get a server without tools; its GET is a stream, without
 // HEAD. Sessions close when shutdown begins, so their open streams do not
-// hold it; every write to a client has a deadline (BoundWrites).
+// hold it; every write to a client has a deadline (BoundWrites). The
+// origin check and CORS come first, for every method: a preflight
+// (OPTIONS, which Echo answers) carries no token.
 func (a *App) mcpRoutes(e *echo.Echo) {
+	e.Use(onlyPath("/mcp", a.allowedOrigins.Middleware(mcp.CORS())))
 	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp",
 		echo.WrapHandler(a.mcp.Handler()), a.oauthHandler().Challenge, identity.Authenticate(a.pool, nil, nil, a.oauth.Scheme()),
 		a.mcp.RecheckStreams, a.mcp.BoundWrites)
@@ -284,6 +288,19 @@ func headTakesGetsRoute(e *echo.Echo) echo.MiddlewareFunc {
 					c.Response().Header().Set(echo.HeaderAllow, a)
 					return echo.ErrMethodNotAllowed
 				}
+			}
+			return next(c)
+		}
+	}
+}
+
+// onlyPath applies m to the requests for path alone.
+func onlyPath(path string, m echo.MiddlewareFunc) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		wrapped := m(next)
+		return func(c echo.Context) error {
+			if c.Request().URL.Path == path {
+				return wrapped(c)
 			}
 			return next(c)
 		}

@@ -32,6 +32,8 @@ const (
 type Descriptor struct {
 	// Name is kebab-case and doubles as the model's tool name.
 	Name string `json:"name"`
+	// Title is the name a person reads (an MCP client's tool list).
+	Title string `json:"title"`
 	// Description is written for a model: what it does, when to use it,
 	// what it returns.
 	Description string `json:"description"`
@@ -52,6 +54,13 @@ type Descriptor struct {
 	// input has no further effect (a repeat is refused or finds nothing
 	// to do); MCP's idempotentHint.
 	Idempotent bool `json:"idempotent"`
+	// Additive says that the capability only adds a record (a customer,
+	// a draft, a payment) and overwrites or removes nothing: MCP's
+	// destructiveHint false. A read is neither.
+	Additive bool `json:"additive"`
+	// OpenWorld says that its effect reaches outside the service (a mail
+	// to a customer): MCP's openWorldHint.
+	OpenWorld bool `json:"open_world"`
 }
 
 // Call is one invocation of a capability after validation.

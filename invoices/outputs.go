@@ -181,11 +181,32 @@ var outputSchemas = map[string]string{
 // payment) or issue-credit-note (a second credit, after its approval).
 var idempotent = map[string]bool{CapIssue: true, CapVoid: true, CapMarkPaid: true, CapDelete: true, CapReversePayment: true}
 
-// describeOutputs sets each capability's output schema and idempotency.
+// additive lists the capabilities that only add a record: a customer, a
+// draft, a payment (reversible by reverse-payment). Every other change
+// overwrites (updates), ends (void, issue) or removes (delete) something,
+// or, for issue-credit-note, reduces for good what an invoice owes.
+var additive = map[string]bool{CapCreateCustomer: true, CapCreateDraft: true, CapRecordPayment: true}
+
+// titles are the capabilities' names for people (an MCP client's list).
+var titles = map[string]string{
+	CapListCustomers: "List customers", CapGetCustomer: "Get a customer",
+	CapCreateCustomer: "Create a customer", CapUpdateCustomer: "Update a customer",
+	CapListInvoices: "List invoices", CapGetInvoice: "Get an invoice",
+	CapCreateDraft: "Create a draft invoice", CapUpdateDraft: "Update a draft invoice",
+	CapVoid: "Void an invoice", CapMarkPaid: "Mark an invoice paid", CapIssue: "Issue an invoice",
+	CapDelete:        "Delete a draft invoice",
+	CapRecordPayment: "Record a payment", CapReversePayment: "Reverse a payment", CapListPayments: "List an invoice's payments",
+	CapIssueCreditNote: "Issue a credit note", CapGetCreditNote: "Get a credit note", CapListCreditNotes: "List an invoice's credit notes",
+	CapReceivables: "Receivables report",
+}
+
+// describeOutputs sets each capability's title, output schema and hints.
 func describeOutputs(cs []capability.Capability) []capability.Capability {
 	for i := range cs {
+		cs[i].Title = titles[cs[i].Name]
 		cs[i].OutputSchema = schema(outputSchemas[cs[i].Name])
 		cs[i].Idempotent = idempotent[cs[i].Name]
+		cs[i].Additive = additive[cs[i].Name]
 	}
 	return cs
 }

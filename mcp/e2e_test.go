@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"testing"
@@ -25,7 +26,9 @@ type e2eOut struct {
 	ProtocolVersion string
 	Capabilities    struct{ Tools, Subscribe, Prompts bool }
 	Instructions    string
+	ServerInfo      struct{ Name, Title, Version string }
 	Tools           map[string]struct {
+		Title        string
 		Annotations  map[string]any
 		InputSchema  json.RawMessage
 		OutputSchema json.RawMessage
@@ -36,18 +39,19 @@ type e2eOut struct {
 		Message         string
 		RequestedSchema map[string]any
 	}
-	Created                           map[string]any
-	Declined, Unticked, NoElicitation toolError
-	Invalid, UnknownField, Required   toolError
-	Again, Expired                    toolError
-	PendingStatus, ApprovedStatus     string
-	ConsumedStatus, ApproverReads     string
-	UpdatesA, UpdatesB                []string
-	Issued, InvoiceResource           map[string]any
-	CustomerResource                  map[string]any
-	Resources, Templates, Prompts     []string
-	PromptText                        string
-	ApproverCapabilities              struct{ Tools bool }
+	Created                         map[string]any
+	Declined, Cancelled             toolError
+	Unticked, NoElicitation         toolError
+	Invalid, UnknownField, Required toolError
+	Again, Expired                  toolError
+	PendingStatus, ApprovedStatus   string
+	ConsumedStatus, ApproverReads   string
+	UpdatesA, UpdatesB              []string
+	Issued, InvoiceResource         map[string]any
+	CustomerResource                map[string]any
+	Resources, Templates, Prompts   []string
+	PromptText                      string
+	ApproverCapabilities            struct{ Tools bool }
 }
 
 // toolError is the body of an error result.
@@ -73,7 +77,7 @@ func TestE2EWithTheTypeScriptSDK(t *testing.T) {
 	t.Parallel()
 	node, dir := e2eNode(t)
 	ctx := context.Background()
-	h := apptest.New(t, apptest.Options{})
+	h := apptest.New(t, apptest.Options{Config: app.Config{Version: "v1.2.3-e2e"}})
 	b := h.Replica(t, apptest.Options{Config: app.Config{MCP: mcp.Options{ConfirmTTL: time.Second}}})
 	_, clerk := h.User(t, "clerk", identity.RoleClerk)
 	_, approver := h.User(t, "approver", identity.RoleApprover)
@@ -94,6 +98,7 @@ func TestE2EWithTheTypeScriptSDK(t *testing.T) {
 	require.Equal(t, "2025-11-25", out.ProtocolVersion)
 	require.Equal(t, struct{ Tools, Subscribe, Prompts bool }{true, true, true}, out.Capabilities)
 	require.Contains(t, out.Instructions, "APPROVAL_REQUIRED")
+	require.Equal(t, struct{ Name, Title, Version string }{"invoiced", "invoiced back office", "v1.2.3-e2e"}, out.ServerInfo)
 	checkTools(t, h, out)
 	// A draft read alone says whether it may be issued: this one may (the
 	// factory's customer has an address, apptest's seller the rest).
@@ -115,14 +120,38 @@ func checkTools(t *testing.T, h *apptest.Harness, out e2eOut) {
 	for _, d := range descs {
 		tool, ok := out.Tools[d.Name]
 		require.True(t, ok, d.Name)
+		require.NotEmpty(t, d.Title, d.Name)
+		require.Equal(t, d.Title, tool.Title, d.Name)
+		require.Equal(t, d.Title, tool.Annotations["title"], d.Name)
 		require.Equal(t, d.Description, tool.Description)
 		require.JSONEq(t, string(d.InputSchema), string(tool.InputSchema), d.Name)
 		require.JSONEq(t, string(d.OutputSchema), string(tool.OutputSchema), d.Name)
-		require.Equal(t, false, tool.Annotations["openWorldHint"], d.Name)
+		require.Equal(t, d.OpenWorld, tool.Annotations["openWorldHint"], d.Name)
 	}
-	require.Equal(t, map[string]any{"readOnlyHint": true, "idempotentHint": false, "openWorldHint": false}, out.Tools["get-invoice"].Annotations)
-	require.Equal(t, map[string]any{"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": false}, out.Tools["create-draft-invoice"].Annotations)
-	require.Equal(t, map[string]any{"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false}, out.Tools["issue-invoice"].Annotations)
+	hints := func(name string) map[string]any {
+		a := maps.Clone(out.Tools[name].Annotations)
+		delete(a, "title")
+		return a
+	}
+	// A read changes nothing, however often; creating a customer or a
+	// draft and recording a payment only add a record; the rest change or
+	// end what is there, and a repeat of some finds nothing left to do.
+	for _, name := range []string{"get-invoice", "list-invoices", "receivables-report"} {
+		require.Equal(t, map[string]any{"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}, hints(name), name)
+	}
+	for _, name := range []string{"create-customer", "create-draft-invoice", "record-payment"} {
+		require.Equal(t, map[string]any{"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false}, hints(name), name)
+	}
+	for _, name := range []string{"update-customer", "update-draft-invoice", "issue-credit-note"} {
+		require.Equal(t, map[string]any{"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": false}, hints(name), name)
+	}
+	for _, name := range []string{"issue-invoice", "delete-invoice", "void-invoice", "mark-invoice-paid", "reverse-payment"} {
+		require.Equal(t, map[string]any{"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false}, hints(name), name)
+	}
+	// A mail adds a sending, and reaches the customer: the open world.
+	for _, name := range []string{"send-invoice", "send-credit-note"} {
+		require.Equal(t, map[string]any{"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": true}, hints(name), name)
+	}
 }
 
 // checkCalls: the read tool, both confirmation modes, the refusals.
@@ -140,13 +169,15 @@ func checkCalls(t *testing.T, h *apptest.Harness, out e2eOut) {
 	require.Equal(t, 1, count(t, h, `SELECT count(*) FROM audit_events WHERE type = 'customer.created' AND event->>'via' = 'mcp'`))
 
 	require.Equal(t, toolError{Code: "CONFIRMATION_INVALID", Reason: "denied"}, trimmed(out.Declined))
+	require.Equal(t, toolError{Code: "CONFIRMATION_INVALID", Reason: "cancelled"}, trimmed(out.Cancelled))
+	require.Contains(t, out.Cancelled.Message, "dismissed")
 	require.Equal(t, "wrong customer", out.Unticked.UserReason)
 	require.Equal(t, "CONFIRMATION_REQUIRED", out.NoElicitation.Code)
 	require.NotEmpty(t, out.NoElicitation.ConfirmationID)
 	require.Contains(t, out.NoElicitation.Message, "cannot ask the user")
 	require.Equal(t, "CONFIRMATION_INVALID", out.Expired.Code)
 	require.Equal(t, "expired", out.Expired.Reason)
-	require.Equal(t, 0, count(t, h, `SELECT count(*) FROM customers WHERE name IN ('Declined Ltd', 'Unticked Ltd', 'Two Phase Ltd', 'Too Late Ltd')`))
+	require.Equal(t, 0, count(t, h, `SELECT count(*) FROM customers WHERE name IN ('Declined Ltd', 'Cancelled Ltd', 'Unticked Ltd', 'Two Phase Ltd', 'Too Late Ltd')`))
 
 	require.Equal(t, "VALIDATION_FAILED", out.Invalid.Code)
 	require.Equal(t, "lines.0.quantity", out.Invalid.Errors[0].Field)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/origins"
 	"github.com/labstack/echo/v4"
 )
 
@@ -89,5 +90,23 @@ func (s *Service) RecheckStreams(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}()
 		return next(c)
+	}
+}
+
+// CORS is what pages of the allowed origins (origins.Allowed) may do at
+// /mcp: the transport's methods and request headers, reading
+// Mcp-Session-Id (a page must send it back) and WWW-Authenticate (a 401's
+// challenge says where to sign in). An origin not allowed is refused with
+// 403 and a JSON-RPC error, as the transport's other refusals are.
+func CORS() origins.CORS {
+	return origins.CORS{
+		Methods: []string{http.MethodGet, http.MethodPost, http.MethodDelete},
+		Headers: []string{"Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-ID"},
+		Expose:  []string{"Mcp-Session-Id", "WWW-Authenticate"},
+		Refuse: func(c echo.Context) error {
+			writeError(c.Response(), http.StatusForbidden, nil, codeTransport,
+				"Forbidden: pages of this origin may not call /mcp (an admin lists browser clients' origins in "+origins.Setting+")")
+			return nil
+		},
 	}
 }

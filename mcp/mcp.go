@@ -67,6 +67,9 @@ type Config struct {
 	Confirmations confirm.Registry
 	// Log receives failures; nil discards them.
 	Log *slog.Logger
+	// Version is the binary's, which initialize reports in serverInfo;
+	// "" reports "dev", as an unstamped build calls itself.
+	Version string
 }
 
 // Service is the MCP endpoint of one process.
@@ -115,19 +118,30 @@ func New(cfg Config) (*Service, error) {
 	if s.twoPhase, err = confirm.NewController(confirm.Config{Registry: cfg.Confirmations, Mode: confirm.ModeTwoPhase, TTL: cfg.ConfirmTTL}); err != nil {
 		return nil, err
 	}
-	s.writers = s.newServer(func(capability.Risk) bool { return true })
-	s.readers = s.newServer(nil)
-	s.lookers = s.newServer(func(r capability.Risk) bool { return r == capability.RiskRead })
-	s.handler = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(
+	if cfg.Version == "" {
+		s.cfg.Version = "dev"
+	}
+	if s.writers, err = s.newServer(func(capability.Risk) bool { return true }); err != nil {
+		return nil, err
+	}
+	if s.readers, err = s.newServer(nil); err != nil {
+		return nil, err
+	}
+	if s.lookers, err = s.newServer(func(r capability.Risk) bool { return r == capability.RiskRead }); err != nil {
+		return nil, err
+	}
+	s.handler = strict(auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(
 		gomcp.NewStreamableHTTPHandler(s.serverFor, &gomcp.StreamableHTTPOptions{
 			SessionTimeout: cfg.SessionTimeout,
 			Logger:         sdkLogger(cfg.Log),
 			// DNS rebinding needs a browser to send our Bearer token,
-			// which it cannot: /mcp takes no cookies. A reverse proxy on
-			// the same host forwards the public Host header from a
-			// loopback address, which the check would refuse.
+			// which it cannot: /mcp takes no cookies, and a page's Origin
+			// is checked in front of it (origins, on the route). A
+			// reverse proxy on the same host forwards the public Host
+			// header from a loopback address, which the check would
+			// refuse.
 			DisableLocalhostProtection: true,
-		}))
+		})))
 	s.watching.Add(1)
 	go s.watch()
 	return s, nil
@@ -141,12 +155,12 @@ var handshakeVersions = slices.DeleteFunc(gomcp.SupportedProtocolVersions(), fun
 
 // newServer builds a server offering the tools whose risk offer admits
 // (nil: no tools).
-func (s *Service) newServer(offer func(capability.Risk) bool) *gomcp.Server {
+func (s *Service) newServer(offer func(capability.Risk) bool) (*gomcp.Server, error) {
 	caps := &gomcp.ServerCapabilities{Resources: &gomcp.ResourceCapabilities{}, Prompts: &gomcp.PromptCapabilities{}}
 	if offer != nil {
 		caps.Tools = &gomcp.ToolCapabilities{}
 	}
-	srv := gomcp.NewServer(&gomcp.Implementation{Name: "invoiced", Title: "invoiced back office"}, &gomcp.ServerOptions{
+	srv := gomcp.NewServer(&gomcp.Implementation{Name: "invoiced", Title: "invoiced back office", Version: s.cfg.Version}, &gomcp.ServerOptions{
 		Instructions:              instructions,
 		Logger:                    sdkLogger(s.cfg.Log),
 		Capabilities:              caps,
@@ -158,11 +172,13 @@ func (s *Service) newServer(offer func(capability.Risk) bool) *gomcp.Server {
 	srv.AddReceivingMiddleware(s.recoverer)
 	srv.AddSendingMiddleware(s.queueUpdates)
 	if offer != nil {
-		s.addTools(srv, offer)
+		if err := s.addTools(srv, offer); err != nil {
+			return nil, err
+		}
 	}
 	s.addResources(srv)
 	addPrompts(srv)
-	return srv
+	return srv, nil
 }
 
 const instructions = `invoiced runs an invoicing back office. Tools are its capabilities; every call acts for the user whose token opened this session.

@@ -10,33 +10,40 @@ import (
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// addTools offers each capability whose risk offer admits as a tool:
-// same name, description and schemas, hints from its risk class.
-func (s *Service) addTools(srv *gomcp.Server, offer func(capability.Risk) bool) {
+// addTools offers each capability whose risk offer admits as a tool: same
+// name, title, description and schemas, hints from what it does. A
+// capability without a title is refused: a client lists tools by their
+// titles.
+func (s *Service) addTools(srv *gomcp.Server, offer func(capability.Risk) bool) error {
 	for _, d := range s.cfg.Registry.Descriptors() {
+		if d.Title == "" {
+			return fmt.Errorf("mcp: capability %s has no title", d.Name)
+		}
 		if !offer(d.Risk) {
 			continue
 		}
 		s.risks[d.Name] = d.Risk
-		t := &gomcp.Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema, Annotations: annotations(d)}
+		t := &gomcp.Tool{Name: d.Name, Title: d.Title, Description: d.Description, InputSchema: d.InputSchema, Annotations: annotations(d)}
 		if len(d.OutputSchema) > 0 {
 			t.OutputSchema = d.OutputSchema
 		}
 		srv.AddTool(t, s.callTool)
 	}
+	return nil
 }
 
 // annotations are the MCP hints of a capability. They are hints a client
-// may ignore; the gates are what hold. Every capability acts on this
-// service's own data, so none is open-world.
+// may ignore; the gates are what hold. A read changes nothing, so a
+// repeat has no further effect either; a change is destructive unless it
+// only adds a record; only what mails someone reaches the open world.
 func annotations(d capability.Descriptor) *gomcp.ToolAnnotations {
-	closed := false
-	a := &gomcp.ToolAnnotations{OpenWorldHint: &closed}
+	openWorld := d.OpenWorld
+	a := &gomcp.ToolAnnotations{Title: d.Title, OpenWorldHint: &openWorld}
 	if d.Risk == capability.RiskRead {
-		a.ReadOnlyHint = true
+		a.ReadOnlyHint, a.IdempotentHint = true, true
 		return a
 	}
-	destructive := true
+	destructive := !d.Additive
 	a.DestructiveHint = &destructive
 	a.IdempotentHint = d.Idempotent
 	return a

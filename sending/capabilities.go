@@ -38,26 +38,35 @@ const (
 
 // Capabilities returns the sending capabilities over svc, for app/ to
 // register. Sending is bound (ADR-0005): in the chat the user confirms
-// each mail in the browser, over MCP the client asks its user.
+// each mail in the browser, over MCP the client asks its user. A mail
+// adds a sending and overwrites nothing, but it reaches someone outside
+// the service (MCP's openWorldHint).
 func Capabilities(svc *Service) []capability.Capability {
 	return []capability.Capability{
 		{Descriptor: capability.Descriptor{
-			Name: CapSendInvoice,
+			Name:  CapSendInvoice,
+			Title: "Mail an invoice",
 			Description: "Mail an issued (or paid) invoice to its customer: the PDF, or the Factur-X PDF, and the e-invoice XML their einvoice_format asks for, to the customer's email or to. Sending again sends again (a resend). " +
 				"Refused for drafts and void invoices (INVALID_TRANSITION), when neither the customer nor the input has an address (VALIDATION_FAILED on to), and when this server has no mail server (MAIL_NOT_CONFIGURED). Returns the sending: status queued until the mail server takes it, then sent.",
 			InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["invoice_id"], "properties": {"invoice_id": ` + uuidSchema + `, "to": ` + toSchema + `}}`),
 			OutputSchema: json.RawMessage(sendingSchema),
 			Risk:         capability.RiskBound,
+			Additive:     true,
+			OpenWorld:    true,
 		}, Handler: svc.SendInvoice},
 		{Descriptor: capability.Descriptor{
 			Name:         CapSendCreditNote,
+			Title:        "Mail a credit note",
 			Description:  "Mail a credit note to the customer of the invoice it corrects, as send-invoice mails an invoice. Returns the sending.",
 			InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["credit_note_id"], "properties": {"credit_note_id": ` + uuidSchema + `, "to": ` + toSchema + `}}`),
 			OutputSchema: json.RawMessage(sendingSchema),
 			Risk:         capability.RiskBound,
+			Additive:     true,
+			OpenWorld:    true,
 		}, Handler: svc.SendCreditNote},
 		{Descriptor: capability.Descriptor{
 			Name:         CapListInvoiceSendings,
+			Title:        "List an invoice's mailings",
 			Description:  "List the times an invoice was mailed to its customer, oldest first: to whom, which documents, the Message-ID, and whether the mail server took it (status sent) or it is still queued or failed. Returns {data: [sending], has_more, next_cursor}.",
 			InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["invoice_id"], "properties": {"invoice_id": ` + uuidSchema + `, ` + pageSchema + `}}`),
 			OutputSchema: json.RawMessage(listSchema),
@@ -65,6 +74,7 @@ func Capabilities(svc *Service) []capability.Capability {
 		}, Handler: svc.listOf("invoice_id")},
 		{Descriptor: capability.Descriptor{
 			Name:         CapListCreditNoteSendings,
+			Title:        "List a credit note's mailings",
 			Description:  "List the times a credit note was mailed, as list-invoice-sendings does for an invoice. Returns {data: [sending], has_more, next_cursor}.",
 			InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["credit_note_id"], "properties": {"credit_note_id": ` + uuidSchema + `, ` + pageSchema + `}}`),
 			OutputSchema: json.RawMessage(listSchema),

@@ -223,6 +223,7 @@ func TestServeRefusesBadSettingsNamingThem(t *testing.T) {
 		"INVOICED_APPROVAL_QUORUM_THRESHOLD": "10000.00",
 		"INVOICED_APPROVAL_QUORUM":           "0",
 		"INVOICED_ADDR":                      "bogus",
+		"INVOICED_MCP_ALLOWED_ORIGINS":       "https://app.example.com,*",
 	} {
 		r := invoke(context.Background(), env{key: val}, "serve")
 		require.Equal(t, 1, r.code, key)

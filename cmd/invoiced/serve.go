@@ -18,6 +18,7 @@ import (
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/migrations"
+	"github.com/invoiced/invoiced/origins"
 	"github.com/invoiced/invoiced/server"
 	"github.com/invoiced/invoiced/steploop"
 	"github.com/invoiced/invoiced/steploop/model"
@@ -102,6 +103,10 @@ func loadConfig(e env) (config, error) {
 	if c.App.SecureCookies, err = boolSetting(e, "INVOICED_SECURE_COOKIES"); err != nil {
 		return c, err
 	}
+	if c.App.AllowedOrigins, err = origins.Parse(e.get(origins.Setting, "")); err != nil {
+		return c, fmt.Errorf("%s: %w", origins.Setting, err)
+	}
+	c.App.Version = version
 	if v := e.get("INVOICED_DB_MAX_CONNS", ""); v != "" {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || n < 1 {

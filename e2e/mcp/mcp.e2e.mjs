@@ -69,9 +69,10 @@ out.protocolVersion = a.transport.protocolVersion;
 const caps = a.client.getServerCapabilities();
 out.capabilities = { tools: !!caps.tools, subscribe: caps.resources?.subscribe === true, prompts: !!caps.prompts };
 out.instructions = a.client.getInstructions();
+out.serverInfo = a.client.getServerVersion();
 const { tools } = await a.client.listTools();
 out.tools = Object.fromEntries(tools.map((t) => [t.name,
-  { annotations: t.annotations, inputSchema: t.inputSchema, outputSchema: t.outputSchema ?? null, description: t.description }]));
+  { title: t.title, annotations: t.annotations, inputSchema: t.inputSchema, outputSchema: t.outputSchema ?? null, description: t.description }]));
 
 // 2. A read tool: structured output with its JSON as text.
 const got = await call(a, 'get-invoice', { invoice_id: draftID });
@@ -91,6 +92,12 @@ answer = { action: 'decline' };
 const declined = errorOf(await call(a, 'create-customer', { name: 'Declined Ltd', currency: 'EUR' }));
 assert.equal(a.elicitations.length, 2);
 out.declined = declined;
+
+// 4b. The user dismisses the form without answering: CONFIRMATION_INVALID
+// cancelled, which is not a no.
+answer = { action: 'cancel' };
+out.cancelled = errorOf(await call(a, 'create-customer', { name: 'Cancelled Ltd', currency: 'EUR' }));
+assert.equal(a.elicitations.length, 3);
 
 // 5. The user accepts the form but leaves confirm unticked, with a reason.
 answer = { action: 'accept', content: { confirm: false, reason: 'wrong customer' } };
