@@ -628,3 +628,43 @@ func TestConcurrentRefreshAndConsent(t *testing.T) {
 	}
 	require.Equal(t, 1, got, "one code for one consent")
 }
+
+// Registration refuses what it cannot hold a client to, with RFC 7591's
+// error naming the field, and registers nothing; a metadata document on
+// a private address is never fetched (SSRF).
+func TestRegistrationRefusals(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	clients := func() int {
+		var n int
+		require.NoError(t, b.h.Pool.QueryRow(context.Background(), `SELECT count(*) FROM oauth_clients`).Scan(&n))
+		return n
+	}
+	before := clients()
+	for name, tc := range map[string]struct{ body, code, field string }{
+		"no redirect":          {`{"client_name": "X", "redirect_uris": []}`, "invalid_redirect_uri", "redirect_uris"},
+		"http elsewhere":       {`{"client_name": "X", "redirect_uris": ["http://agent.example/cb"]}`, "invalid_redirect_uri", "redirect_uris"},
+		"script scheme":        {`{"client_name": "X", "redirect_uris": ["javascript:alert(1)"]}`, "invalid_redirect_uri", "redirect_uris"},
+		"fragment":             {`{"client_name": "X", "redirect_uris": ["https://agent.example/cb#x"]}`, "invalid_redirect_uri", "redirect_uris"},
+		"a secret":             {`{"client_name": "X", "redirect_uris": ["https://agent.example/cb"], "token_endpoint_auth_method": "client_secret_basic"}`, "invalid_client_metadata", "token_endpoint_auth_method"},
+		"implicit":             {`{"client_name": "X", "redirect_uris": ["https://agent.example/cb"], "grant_types": ["implicit"]}`, "invalid_client_metadata", "grant_types"},
+		"no name":              {`{"redirect_uris": ["https://agent.example/cb"]}`, "invalid_client_metadata", "client_name"},
+		"a name that reorders": {`{"client_name": "Agent \u202e", "redirect_uris": ["https://agent.example/cb"]}`, "invalid_client_metadata", "client_name"},
+		"not JSON":             {`client_name=X`, "invalid_client_metadata", ""},
+	} {
+		a := b.post(t, "/oauth/register", "application/json", tc.body)
+		require.Equal(t, http.StatusBadRequest, a.status, name)
+		var e tokens
+		require.NoError(t, json.Unmarshal([]byte(a.body), &e), name)
+		require.Equal(t, tc.code, e.Error, name)
+		require.Contains(t, e.Description, tc.field, name)
+	}
+	require.Equal(t, before, clients())
+
+	f := b.flow()
+	f.q.Set("client_id", "https://127.0.0.1:1/client.json")
+	a := b.browser(t).get("/oauth/authorize?" + f.q.Encode())
+	require.Equal(t, http.StatusUnprocessableEntity, a.status)
+	require.Contains(t, a.body, `"field":"client_id"`)
+	require.Equal(t, before, clients())
+}
