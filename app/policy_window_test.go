@@ -200,6 +200,8 @@ func TestVoidAndLargePaymentsNeedApproval(t *testing.T) {
 	resp = g.h.Do(t, "POST", "/v1/invoices/"+inv+"/payments", g.clerkTok, small)
 	require.Equal(t, http.StatusCreated, resp.StatusCode, string(resp.Body))
 	require.Equal(t, 1, g.count(t, `SELECT count(*) FROM policy_effects WHERE capability = 'record-payment' AND approval_id IS NULL`))
+	var smallPayment invoices.Payment
+	resp.JSON(t, &smallPayment)
 
 	// The large one, approved by two: the invoice changed (a payment), so
 	// the request is stale and asked anew.
@@ -213,6 +215,15 @@ func TestVoidAndLargePaymentsNeedApproval(t *testing.T) {
 	require.Equal(t, http.StatusCreated, resp.StatusCode, string(resp.Body))
 	require.Equal(t, 1, g.count(t, `SELECT count(*) FROM policy_effects WHERE capability = 'record-payment' AND approval_id = $1`, payment))
 	require.Equal(t, 1, g.count(t, `SELECT count(*) FROM audit_events WHERE type = 'payment.recorded' AND event->'data'->>'approval_id' = $1`, payment))
+
+	// Reversing a payment is governed too: with a tier of its own from 0,
+	// every reversal asks one approver, through invoke as over REST.
+	g.setRule(t, map[string]any{"capability": "reverse-payment", "currency": "EUR", "min_amount": 0, "approvers": 1})
+	reverse := map[string]any{"reason": "the card payment was charged back"}
+	rev := refusedWith(t, g.h.Do(t, "POST", "/v1/payments/"+smallPayment.ID.String()+"/reverse", g.clerkTok, reverse), http.StatusForbidden, approvals.CodeApprovalRequired)
+	require.Equal(t, rev, refusedWith(t, invoke("reverse-payment", map[string]any{"payment_id": smallPayment.ID.String(), "reason": reverse["reason"]}),
+		http.StatusForbidden, approvals.CodeApprovalRequired))
+	require.Equal(t, 0, g.count(t, `SELECT count(*) FROM payments WHERE reversed_at IS NOT NULL`))
 }
 
 // holdRow locks invoice id in a transaction of its own until the returned

@@ -185,7 +185,8 @@ type reverseInput struct {
 	Reason    string    `json:"reason"`
 }
 
-// ReversePayment is the reverse-payment capability (bound): a payment that
+// ReversePayment is the reverse-payment capability (bound and governed:
+// no tier by default, admins may set them on its amount): a payment that
 // did not arrive after all stops counting, and a paid invoice it settled
 // is issued (owing) again. If-Match names the payment's version.
 func (s *Service) ReversePayment(ctx context.Context, call capability.Call) (any, error) {
@@ -214,11 +215,15 @@ func (s *Service) ReversePayment(ctx context.Context, call capability.Call) (any
 		if _, err := Transition(inv.Status, ActionReversePayment); err != nil {
 			return nil, err
 		}
-		return s.reverseTx(ctx, tx, call, inv, p, in.Reason)
+		grant, err := s.authorizeAmount(ctx, tx, call, inv, nil, nil, p.Amount)
+		if err != nil {
+			return nil, err
+		}
+		return s.reverseTx(ctx, tx, call, inv, grant, p, in.Reason)
 	}))
 }
 
-func (s *Service) reverseTx(ctx context.Context, tx pgx.Tx, call capability.Call, inv *Invoice, p *Payment, reason string) (*Payment, error) {
+func (s *Service) reverseTx(ctx context.Context, tx pgx.Tx, call capability.Call, inv *Invoice, grant capability.Grant, p *Payment, reason string) (*Payment, error) {
 	now := s.clock()
 	p, err := paymentReverseTx(ctx, tx, p, call.Principal.UserID, reason, now)
 	if err != nil {
@@ -232,10 +237,10 @@ func (s *Service) reverseTx(ctx context.Context, tx pgx.Tx, call capability.Call
 	if err := s.emitSettled(ctx, tx, events.PaymentReversed, now, p, inv, out); err != nil {
 		return nil, err
 	}
-	return p, s.audit(ctx, tx, call, "payment.reversed", "payment", p.ID, map[string]any{
+	return p, s.audit(ctx, tx, call, "payment.reversed", "payment", p.ID, grantData(grant, map[string]any{
 		"invoice_id": inv.ID, "amount": p.Amount, "currency": p.Currency, "reason": reason,
 		"balance_due": out.BalanceDue, "invoice_status": out.Status,
-	})
+	}))
 }
 
 // ofInvoiceInput asks for one page of what an invoice holds (its
@@ -320,7 +325,8 @@ func paymentCapabilities(svc *Service) []capability.Capability {
 			InputSchema: schema(`{"type": "object", "additionalProperties": false, "required": ["payment_id", "reason"], "properties": {
 				"payment_id": ` + uuidSchema + `,
 				"reason": {"type": "string", "format": "visible-text", "minLength": 1, "maxLength": 1000, "description": "why the payment is reversed, e.g. transfer returned by the bank"}}}`),
-			Risk: capability.RiskBound,
+			Risk:     capability.RiskBound,
+			Governed: true,
 		}, Handler: svc.ReversePayment},
 		{Descriptor: capability.Descriptor{
 			Name:        CapListPayments,
