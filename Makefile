@@ -10,7 +10,7 @@ DATABASE_URL ?= $(PGHOST_URL)/invoiced?sslmode=disable
 INVOICED_TEST_DATABASE_URL ?= $(PGHOST_URL)/postgres?sslmode=disable
 export DATABASE_URL INVOICED_TEST_DATABASE_URL
 
-.PHONY: build run test vet node-deps chat-bundle bench-testdb bench-issue bench-chat bench-chat-long bench-mcp bench-pdf bench-receivables bench-einvoice clean
+.PHONY: build run test vet node-deps chat-bundle bench-testdb bench-issue bench-allowance bench-chat bench-chat-long bench-mcp bench-pdf bench-receivables bench-einvoice clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/invoiced
@@ -70,6 +70,10 @@ bench-testdb:
 ## bench-issue: approved issues/s over HTTP vs a pgbench script of the same SQL (BENCHMARKS.md).
 bench-issue:
 	$(GO) run ./bench/issue -admin-url "$(INVOICED_TEST_DATABASE_URL)" $(BENCH_ISSUE_FLAGS)
+
+## bench-allowance: issues/s over HTTP under one standing allowance vs one approval each, at 8 and 32 (BENCHMARKS.md).
+bench-allowance:
+	$(GO) run ./bench/issue -allowance -c 8,32 -db invoiced_bench_allowance -admin-url "$(INVOICED_TEST_DATABASE_URL)" $(BENCH_ALLOWANCE_FLAGS)
 
 ## bench-chat: POST /v1/chat (scripted model, one read tool call + text, every run logged) vs an ai@7
 ## streamText peer, plain and resumable (resumable-stream over the local Redis), at 1/8/32.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/accounts"
+	"github.com/invoiced/invoiced/allowances"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
@@ -94,6 +95,7 @@ type App struct {
 	approvalGate *approvals.Gate
 	approvalSvc  *approvals.Service
 	approvalHub  *approvals.Hub
+	allowances   *allowances.Service
 	accounts     *accounts.Service
 	// listener is the process's one LISTEN connection: approval
 	// decisions and chat runs.
@@ -119,6 +121,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	a := &App{pool: pool, log: log, eventsHeartbeat: cfg.EventsHeartbeat, allowedOrigins: cfg.AllowedOrigins,
 		listener: store.NewListener(pool.Config().ConnConfig, log)}
 	cfg.Approvals.Capabilities, cfg.Approvals.Governed = ConsequentialCapabilities(), GovernedCapabilities()
+	cfg.Approvals.JudgedAlsoBy = allowances.JudgedAlsoBy
 	var err error
 	if a.events, err = NewEmitter(log); err != nil {
 		return nil, err
@@ -131,7 +134,8 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	a.sellers = seller.NewService(pool, nil)
 	a.sending = sending.New(pool, a.events, a.events, sending.Config{Sender: cfg.Notify.Sender, Now: cfg.Invoices.Now})
 	a.caps = capability.NewRegistry()
-	for _, c := range append(invoices.Capabilities(a.invoices), sending.Capabilities(a.sending)...) {
+	caps := append(invoices.Capabilities(a.invoices), sending.Capabilities(a.sending)...)
+	for _, c := range append(caps, allowances.Capabilities(a.allowances)...) {
 		if err := a.caps.Register(c); err != nil {
 			a.Close()
 			return nil, err
@@ -153,7 +157,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	}
 	webCfg.SecureCookies = webCfg.SecureCookies || cfg.SecureCookies
 	a.oauth = oauth.NewService(pool, cfg.OAuth)
-	wh, err := web.New(pool, webCfg, log, web.Deps{Approvals: a.approvalSvc, NumberPrefix: cfg.Invoices.NumberPrefix, OAuth: a.oauth})
+	wh, err := web.New(pool, webCfg, log, web.Deps{Approvals: a.approvalSvc, Allowances: a.allowances, NumberPrefix: cfg.Invoices.NumberPrefix, OAuth: a.oauth})
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -181,7 +185,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 // read from the capabilities' descriptors (no handler runs).
 func ConsequentialCapabilities() []string {
 	var names []string
-	for _, c := range invoices.Capabilities(nil) {
+	for _, c := range append(invoices.Capabilities(nil), allowances.Capabilities(nil)...) {
 		if c.Risk == capability.RiskConsequential {
 			names = append(names, c.Name)
 		}
@@ -232,6 +236,10 @@ func (a *App) startApprovals(policy approvals.Policy) {
 	a.listener.Handle(approvals.Channel, a.approvalHub)
 	a.approvalGate = approvals.NewGate(policy, a.events)
 	a.approvalSvc = approvals.NewService(a.pool, policy, a.approvalHub, a.events)
+	// Calls that would ask for an approval draw a standing allowance
+	// covering them instead, in the gate's transaction.
+	a.allowances = allowances.NewService(a.pool, a.approvalGate, policy.Now)
+	a.approvalGate.UseAllowances(a.allowances)
 	// Taking a user's authority away voids their decisions on open
 	// requests, in the same transaction (ADR-0012).
 	a.accounts = accounts.NewService(a.pool, a.approvalSvc)
@@ -243,6 +251,9 @@ func (a *App) ApprovalGate() *approvals.Gate { return a.approvalGate }
 
 // Capabilities is the registry every path runs capabilities through.
 func (a *App) Capabilities() *capability.Registry { return a.caps }
+
+// Allowances is the standing allowances' service the CLI and tests use.
+func (a *App) Allowances() *allowances.Service { return a.allowances }
 
 // Approvals is the approval service (decisions, waits) the CLI and tests use.
 func (a *App) Approvals() *approvals.Service { return a.approvalSvc }

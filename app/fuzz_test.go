@@ -49,6 +49,7 @@ const (
 	idIssued
 	idPayment
 	idCreditNote
+	idAllowance
 )
 
 // fuzzRoute is one route of openapi/openapi.yaml; "{}" marks the path
@@ -161,6 +162,10 @@ var fuzzRoutes = []fuzzRoute{
 	{"POST", "/oauth/revoke", idNone},
 	{"GET", "/v1/invoices/{}/einvoice", idIssued},
 	{"GET", "/v1/credit-notes/{}/einvoice", idCreditNote},
+	{"POST", "/v1/allowances", idNone},
+	{"GET", "/v1/allowances", idNone},
+	{"GET", "/v1/allowances/{}", idAllowance},
+	{"POST", "/v1/allowances/{}/revoke", idAllowance},
 }
 
 // fuzzInput is one fuzzed request.
@@ -191,6 +196,7 @@ type fuzzEnv struct {
 	issued    string
 	payment   string
 	credit    string
+	allowance string
 	capNames  []string
 	client    *http.Client
 	stackLike *regexp.Regexp
@@ -287,7 +293,28 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 	require.NotEmpty(t, policy.Rules)
 	env.rule = policy.Rules[0].ID
 	env.settle(t, clerk, approver)
+	env.allow(t, clerk, approver)
 	return env
+}
+
+// allow grants an allowance to issue to a customer of its own, which
+// no fuzzed draft bills, so the fuzz never draws it.
+func (env *fuzzEnv) allow(t testing.TB, clerk, approver string) {
+	t.Helper()
+	h := env.h
+	c := invoicetest.Customer(context.Background(), t, h.Pool, invoicetest.CustomerOpts{Name: "Allowed GmbH"})
+	body := map[string]any{"capability": "issue", "customer_ids": []string{c.ID.String()}, "currency": "EUR", "max_total": 10000,
+		"max_count": 2, "valid_until": time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339), "reason": "fuzz"}
+	resp := h.Do(t, "POST", "/v1/allowances", clerk, body)
+	require.Equal(t, 403, resp.StatusCode, string(resp.Body))
+	id, _ := resp.Problem(t)["approval_id"].(string)
+	resp = h.Do(t, "POST", "/v1/approvals/"+id+"/approve", approver, nil)
+	require.Equal(t, 200, resp.StatusCode, string(resp.Body))
+	resp = h.Do(t, "POST", "/v1/allowances", clerk, body)
+	require.Equal(t, 201, resp.StatusCode, string(resp.Body))
+	var out struct{ ID string }
+	resp.JSON(t, &out)
+	env.allowance = out.ID
 }
 
 // settle issues an invoice with a payment and a credit note on it, for
@@ -338,7 +365,8 @@ func (env *fuzzEnv) fingerprint(t testing.TB) string {
 		(SELECT count(*) || ':' || coalesce(sum(attempts), 0) FROM webhook_deliveries),
 		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM payments),
 		(SELECT count(*) FROM credit_notes),
-		(SELECT coalesce(sum(version), 0) FROM seller)) || '#' || concat_ws('|',
+		(SELECT coalesce(sum(version), 0) FROM seller),
+		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM allowances)) || '#' || concat_ws('|',
 		(SELECT count(*) FROM audit_events),
 		(SELECT count(*) || ':' || count(*) FILTER (WHERE status IN ('pending', 'approved')) FROM approval_requests))`).Scan(&fp)
 	require.NoError(t, err)
@@ -382,6 +410,8 @@ func (env *fuzzEnv) pathFor(r fuzzRoute, in fuzzInput) string {
 			arg = env.payment
 		case idCreditNote:
 			arg = env.credit
+		case idAllowance:
+			arg = env.allowance
 		}
 	case in.idSel == 1:
 		arg = url.PathEscape(in.pathArg)
@@ -612,6 +642,20 @@ func fuzzSeeds() []fuzzInput {
 	add("POST", "/v1/delegations/{}/end", 1, "", "")
 	add("GET", "/v1/delegations", 1, "", "")
 	add("POST", "/login", 3, "", "username=fz-admin&password=wrong")
+	for _, b := range []string{
+		`{"capability":"issue","customer_ids":null,"currency":"EUR","max_total":-1,"max_count":0,"valid_until":"2000-01-01T00:00:00Z","reason":"x"}`,
+		`{"capability":"delete","customer_ids":[],"currency":"eur","max_total":1e400,"max_count":1,"valid_until":"soon","reason":""}`,
+		`{"capability":"credit","customer_ids":["00000000-0000-0000-0000-000000000000"],"currency":"EUR","max_total":100,"max_count":1,"valid_until":"2999-01-01T00:00:00Z","reason":"fuzz"}`,
+		`{}`, `null`, `[]`,
+	} {
+		add("POST", "/v1/allowances", 1, "", b)
+		add("POST", "/v1/allowances", 2, "", b)
+	}
+	for _, q := range []string{"limit=0", "limit=101", "cursor=abc", "limit=1", "status=active"} {
+		add("GET", "/v1/allowances", 1, q, "")
+	}
+	add("POST", "/v1/allowances/{}/revoke", 1, "", `{"reason":"x"}`)
+	add("POST", "/v1/allowances/{}/revoke", 2, "", "{\"reason\":\"\u202e\"}")
 	settlementSeeds(add)
 	for _, b := range []string{
 		`{"legal_name":"Fuzz Seller","address":{"country":"uk"},"vat_id":"GR094064321"}`,

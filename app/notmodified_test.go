@@ -49,6 +49,14 @@ func TestEveryETagHonoursIfNoneMatch(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
 	var endpoint struct{ ID string }
 	r.JSON(t, &endpoint)
+	grant := map[string]any{"capability": "issue", "customer_ids": nil, "currency": "EUR", "max_total": 1000, "max_count": 1,
+		"valid_until": time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "reason": "ETags"}
+	gid := refusedWith(t, h.Do(t, "POST", "/v1/allowances", clerkTok, grant), http.StatusForbidden, approvals.CodeApprovalRequired)
+	require.Equal(t, http.StatusOK, h.Do(t, "POST", "/v1/approvals/"+gid+"/approve", bobTok, nil).StatusCode)
+	r = h.Do(t, "POST", "/v1/allowances", clerkTok, grant)
+	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
+	var allowance struct{ ID string }
+	r.JSON(t, &allowance)
 	sid, _, err := web.SessionCreate(ctx, h.Pool, clerk.ID, time.Hour)
 	require.NoError(t, err)
 
@@ -68,6 +76,7 @@ func TestEveryETagHonoursIfNoneMatch(t *testing.T) {
 		"get-user":                 {"/v1/users/" + clerk.ID.String(), adminTok, nil},
 		"get-webhook-endpoint":     {"/v1/webhook-endpoints/" + endpoint.ID, adminTok, nil},
 		"get-seller":               {"/v1/seller", clerkTok, nil},
+		"get-allowance":            {"/v1/allowances/" + allowance.ID, clerkTok, nil},
 		"page-invoice-pdf":         {"/invoices/" + draft.ID.String() + "/pdf", "", byCookie},
 	}
 

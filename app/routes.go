@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/invoiced/invoiced/accounts"
+	"github.com/invoiced/invoiced/allowances"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability/caphttp"
 	"github.com/invoiced/invoiced/idempotency"
@@ -138,6 +139,14 @@ func (a *App) approvalRoutes(e *echo.Echo, v1 *echo.Group) {
 	get(v1, "/approval-policy", pol.Get, admins)
 	v1.POST("/approval-policy/rules", pol.SetRule, admins)
 	v1.DELETE("/approval-policy/rules/:id", pol.DeleteRule, admins)
+
+	// Standing allowances: granted through the gate, revoked by approvers
+	// and admins (the service checks, for the CLI too).
+	al := &allowances.Handler{Caps: &caphttp.Handler{Registry: a.caps}, Svc: a.allowances}
+	v1.POST("/allowances", al.Grant)
+	get(v1, "/allowances", al.List)
+	get(v1, "/allowances/:id", al.Get)
+	v1.POST("/allowances/:id/revoke", al.Revoke)
 }
 
 // webhookRoutes mounts the webhook endpoints and their deliveries: admins

@@ -24,9 +24,25 @@ import (
 // connection: it runs in the caller's transaction, after the caller locked
 // the target row and its state checks passed.
 type Gate struct {
-	policy Policy
-	emit   events.Emitter
+	policy     Policy
+	emit       events.Emitter
+	allowances Allowances
 }
+
+// Allowances draws standing allowances (package allowances) for calls
+// that would otherwise wait for an approval.
+type Allowances interface {
+	// DrawTx draws, in tx and under the allowance's row lock, the
+	// in-force allowance covering call on target that expires first and
+	// was approved by at least needs approvers (what the call itself
+	// would need), recording the draw as invocation inv in the audit
+	// chain; nil when none covers it (out of scope, over its caps, too
+	// few approvers, or drawn by one of its deciders).
+	DrawTx(ctx context.Context, tx pgx.Tx, call capability.Call, target capability.Target, needs int, inv uuid.UUID, now time.Time) (*capability.AllowanceDraw, error)
+}
+
+// UseAllowances makes the gate draw from a before it asks for an approval.
+func (g *Gate) UseAllowances(a Allowances) { g.allowances = a }
 
 var _ capability.Gate = (*Gate)(nil)
 
@@ -61,6 +77,12 @@ var inputHashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 //     unless no eligible approver exists (NO_ELIGIBLE_APPROVER, nothing
 //     written).
 //
+// Where the answer would be APPROVAL_REQUIRED (a new request, or one
+// still pending), a standing allowance covering the call is drawn instead
+// (ADR-0022 §8) and the Grant names it; a pending request it makes moot
+// is superseded. An approval made for the exact call is spent before any
+// allowance, and a denial stands.
+//
 // Whatever lets the call through records its effect, which the windows
 // count. Refusals that wrote something are wrapped with store.CommitAnd.
 func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call, target capability.Target) (capability.Grant, error) {
@@ -83,13 +105,13 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 		return capability.Grant{}, err
 	}
 	if !found {
-		return capability.Grant{}, g.request(ctx, tx, call, target, req, now)
+		return g.request(ctx, tx, call, target, req, now)
 	}
 	if a.Target.Version != target.Version {
 		if a.Status.Open() {
 			return capability.Grant{}, g.supersede(ctx, tx, call, a, target, now)
 		}
-		return capability.Grant{}, g.request(ctx, tx, call, target, req, now)
+		return g.request(ctx, tx, call, target, req, now)
 	}
 	switch a.Status {
 	case StatusPending, StatusApproved:
@@ -115,6 +137,11 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 				return store.CommitAnd(err)
 			}
 			return err
+		}
+		if a.Status == StatusPending {
+			if grant, ok, err := g.draw(ctx, tx, call, target, a.RequiredApprovals, now, a); err != nil || ok {
+				return grant, err
+			}
 		}
 		if was == StatusApproved && a.Status == StatusPending {
 			return capability.Grant{}, refuse(policyRaisedProblem(a, req))
@@ -151,7 +178,7 @@ func (g *Gate) AuthorizeTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 	}
 	// Cancelled, superseded, consumed, or an expiry already reported: the
 	// caller asks anew.
-	return capability.Grant{}, g.request(ctx, tx, call, target, req, now)
+	return g.request(ctx, tx, call, target, req, now)
 }
 
 // requesterLiveTx refuses a call whose requester is no longer enabled
@@ -189,8 +216,62 @@ func (g *Gate) requirementTx(ctx context.Context, tx pgx.Tx, call capability.Cal
 	if err := windowsSumTx(ctx, tx, ws, call.Name, call.Principal.UserID, target, now); err != nil {
 		return Requirement{}, err
 	}
-	return set.RequiredOver(call.Name, target.Amount, target.Currency, g.policy.floor(call.Name), ws), nil
+	req := set.RequiredOver(call.Name, target.Amount, target.Currency, g.policy.floor(call.Name), ws)
+	if g.policy.JudgedAlsoBy == nil {
+		return req, nil
+	}
+	// A call standing for others' (grant-allowance) needs what the
+	// strictest of their tiers asks at its amount, windows aside: it is
+	// itself no effect they count.
+	for _, other := range g.policy.JudgedAlsoBy(call.Name, call.Input) {
+		set, err := rulesInForceGet(ctx, tx, other, target.Currency)
+		if err != nil {
+			return Requirement{}, err
+		}
+		if r := set.RequiredOver(other, target.Amount, target.Currency, g.policy.floor(call.Name), nil); r.Approvers > req.Approvers {
+			req = r
+		}
+	}
+	return req, nil
 }
+
+// draw spends a standing allowance on the call instead of an approval
+// of needs approvers, if one covers it (ok false: none does). open is the
+// call's pending request, if any: the draw makes it moot, so it is
+// superseded and no approver is left to decide it. The effect is
+// recorded with the allowance it drew (ADR-0022 §3), so windows count it.
+func (g *Gate) draw(ctx context.Context, tx pgx.Tx, call capability.Call, target capability.Target, needs int, now time.Time, open *Approval) (capability.Grant, bool, error) {
+	if g.allowances == nil {
+		return capability.Grant{}, false, nil
+	}
+	inv := uuid.Must(uuid.NewV7())
+	d, err := g.allowances.DrawTx(ctx, tx, call, target, needs, inv, now)
+	if err != nil || d == nil {
+		return capability.Grant{}, false, err
+	}
+	if _, err := tx.Exec(ctx, effectDrawnSQL, append(effectArgs(call, target, nil, now), d.ID)...); err != nil {
+		return capability.Grant{}, false, store.MapError(err, "approval policy effect")
+	}
+	if open != nil {
+		if err := approvalSetStatusTx(ctx, tx, open, StatusSuperseded, now); err != nil {
+			return capability.Grant{}, false, err
+		}
+		if _, err := audit.AppendTx(ctx, tx, callActor(call).event("approval.superseded", open, map[string]any{
+			"allowance_id": d.ID.String(), "invocation_id": inv.String(),
+		})); err != nil {
+			return capability.Grant{}, false, err
+		}
+		if err := approvalNotifyTx(ctx, tx, open); err != nil {
+			return capability.Grant{}, false, err
+		}
+	}
+	return capability.Grant{InvocationID: inv.String(), Allowance: d}, true, nil
+}
+
+// effectDrawnSQL is effectInsertSQL for an effect a standing allowance
+// let through: its arguments are effectArgs' and the allowance's id.
+const effectDrawnSQL = `INSERT INTO policy_effects (id, capability, requester, customer_id, amount, currency, at, target_type, target_id, approval_id, allowance_id)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 
 // applyCurrentPolicy applies to the locked open request a the stricter
 // of the rule it was raised under and the rule in force (ADR-0014), and
@@ -285,9 +366,19 @@ func requestReason(input json.RawMessage) string {
 	return r
 }
 
-// request creates a pending request for the call, unless no eligible
+// request draws a standing allowance that covers the call, or else
+// creates a pending request for it needing req, unless no eligible
 // approver could ever decide it.
-func (g *Gate) request(ctx context.Context, tx pgx.Tx, call capability.Call, target capability.Target, req Requirement, now time.Time) error {
+func (g *Gate) request(ctx context.Context, tx pgx.Tx, call capability.Call, target capability.Target, req Requirement, now time.Time) (capability.Grant, error) {
+	if grant, ok, err := g.draw(ctx, tx, call, target, req.Approvers, now, nil); err != nil || ok {
+		return grant, err
+	}
+	return capability.Grant{}, g.requestApproval(ctx, tx, call, target, req, now)
+}
+
+// requestApproval creates a pending request for the call needing req,
+// unless no eligible approver could ever decide it.
+func (g *Gate) requestApproval(ctx context.Context, tx pgx.Tx, call capability.Call, target capability.Target, req Requirement, now time.Time) error {
 	required := req.Approvers
 	eligible, err := decidersCount(ctx, tx, call.Principal.UserID, req.Rule)
 	if err != nil {

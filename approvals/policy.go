@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"time"
@@ -33,6 +34,12 @@ type Policy struct {
 	Governed []string
 	// Now is the clock (default time.Now); tests set it to move time.
 	Now func() time.Time
+	// JudgedAlsoBy names, for a call whose effect stands for other
+	// capabilities' calls, those capabilities: the call's amount needs
+	// the approvers the strictest of their tiers and its own ask
+	// (grant-allowance: a budget for issues needs what an issue of its
+	// total needs). Nil: each capability is judged by its own tiers.
+	JudgedAlsoBy func(capability string, input json.RawMessage) []string
 }
 
 // The defaults of DESIGN.md §3 ADR-0010.

@@ -116,7 +116,8 @@ type Target struct {
 	// Currency is the ISO 4217 code of Amount.
 	Currency string
 	// CustomerID is the customer the effect concerns (uuid.Nil: none),
-	// the scope of the policy's customer windows (ADR-0022 §3).
+	// the scope of the policy's customer windows (ADR-0022 §3) and of
+	// standing allowances (§8).
 	CustomerID uuid.UUID
 	// Snapshot is the JSON the approver sees: for an invoice, the invoice
 	// with its lines, totals and customer.
@@ -130,6 +131,20 @@ type Grant struct {
 	ApprovalID string
 	// InvocationID identifies the consuming invocation in the audit chain.
 	InvocationID string
+	// Allowance is the standing allowance the call drew instead of an
+	// approval (ApprovalID is then empty); nil otherwise.
+	Allowance *AllowanceDraw
+}
+
+// AllowanceDraw is one call's draw on a standing allowance, as its result
+// reports it: which allowance, and what is left of it after this call.
+type AllowanceDraw struct {
+	ID             uuid.UUID `json:"id"`
+	RemainingTotal int64     `json:"remaining_total"`
+	RemainingCount int       `json:"remaining_count"`
+	Currency       string    `json:"currency"`
+	// Note says it in a sentence: "issued under allowance A, X left".
+	Note string `json:"note"`
 }
 
 // Gate authorizes consequential effects (ADR-0010). AuthorizeTx runs inside

@@ -2,6 +2,7 @@ package invoices
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,10 +48,15 @@ type CreditNote struct {
 	// then; null as for an invoice (Invoice.Seller).
 	Seller *Seller `json:"seller"`
 	// InvoiceVersion is the invoice version the approval was bound to.
-	InvoiceVersion int64     `json:"invoice_version"`
-	ApprovalID     uuid.UUID `json:"approval_id"`
-	IssuedBy       uuid.UUID `json:"issued_by"`
-	IssuedAt       time.Time `json:"issued_at"`
+	InvoiceVersion int64 `json:"invoice_version"`
+	// ApprovalID is the approval it was issued against, AllowanceID the
+	// standing allowance it drew instead (one of them is null).
+	ApprovalID  *uuid.UUID `json:"approval_id"`
+	AllowanceID *uuid.UUID `json:"allowance_id"`
+	IssuedBy    uuid.UUID  `json:"issued_by"`
+	IssuedAt    time.Time  `json:"issued_at"`
+	// Allowance is in the result of the call that drew it: what is left.
+	Allowance *capability.AllowanceDraw `json:"allowance,omitempty"`
 	// Invoice is the credited invoice after the credit note was issued.
 	Invoice *Invoice `json:"invoice,omitempty"`
 }
@@ -85,14 +91,23 @@ func (s *Service) IssueCreditNote(ctx context.Context, call capability.Call) (an
 		}
 		cn := &CreditNote{
 			ID: uuid.Must(uuid.NewV7()), Reason: in.Reason, Lines: plan.Lines, Subtotal: plan.Subtotal, TaxTotal: plan.TaxTotal, Total: plan.Total,
-			ApprovalID: uuid.MustParse(grant.ApprovalID), IssuedBy: call.Principal.UserID, IssuedAt: s.clock(),
+			IssuedBy: call.Principal.UserID, IssuedAt: s.clock(),
+		}
+		if d := grant.Allowance; d != nil {
+			cn.AllowanceID = &d.ID
+		} else {
+			id, err := uuid.Parse(grant.ApprovalID)
+			if err != nil {
+				return nil, fmt.Errorf("issue-credit-note: the gate granted neither an approval nor an allowance: %w", err)
+			}
+			cn.ApprovalID = &id
 		}
 		// As for an invoice, the event precedes the numbering so that the
 		// series row lock is the last one taken.
-		if err := s.audit(ctx, tx, call, "credit_note.issued", "credit_note", cn.ID, map[string]any{
-			"approval_id": grant.ApprovalID, "invocation_id": grant.InvocationID, "invoice_id": inv.ID, "invoice_version": inv.Version,
+		if err := s.audit(ctx, tx, call, "credit_note.issued", "credit_note", cn.ID, grantData(grant, map[string]any{
+			"invoice_id": inv.ID, "invoice_version": inv.Version,
 			"total": cn.Total, "currency": inv.Currency, "series": s.cnPrefix, "balance_due_after": plan.BalanceDueAfter,
-		}); err != nil {
+		})); err != nil {
 			return nil, err
 		}
 		if cn, err = CreditNoteIssueTx(ctx, tx, inv, cn, s.cnPrefix); err != nil {
@@ -101,7 +116,11 @@ func (s *Service) IssueCreditNote(ctx context.Context, call capability.Call) (an
 		cn.Invoice.dated(s.BusinessToday())
 		// After the number, which the event carries: the series row stays
 		// locked for this one insert more, as for invoice.issued.
-		return cn, s.emitSettled(ctx, tx, events.CreditNoteIssued, cn.IssuedAt, cn, inv, cn.Invoice)
+		if err := s.emitSettled(ctx, tx, events.CreditNoteIssued, cn.IssuedAt, cn, inv, cn.Invoice); err != nil {
+			return nil, err
+		}
+		cn.Allowance = grant.Allowance
+		return cn, nil
 	})
 }
 

@@ -149,7 +149,7 @@ func TestGaplessCreditNoteNumbers(t *testing.T) {
 					cn, err := invoices.CreditNoteIssueTx(ctx, tx, inv, &invoices.CreditNote{
 						ID: uuid.Must(uuid.NewV7()), Reason: "returned", Subtotal: 100, Total: 100,
 						Lines:      []invoices.CreditLine{{Line: invoices.Line{Description: "Returned", Quantity: 1 * quantity.One, Unit: invoices.DefaultUnit, UnitAmount: 100, VATCategory: vat.ZeroRated, Amount: 100}}},
-						ApprovalID: uuid.New(), IssuedBy: u.ID, IssuedAt: at,
+						ApprovalID: new(uuid.New()), IssuedBy: u.ID, IssuedAt: at,
 					}, "CN")
 					if err != nil {
 						return err

@@ -257,7 +257,7 @@ func TestCreditNoteGate(t *testing.T) {
 	var out struct{ Output invoices.CreditNote }
 	r.JSON(t, &out)
 	require.EqualValues(t, 2500, out.Output.Total)
-	require.Equal(t, uuid.MustParse(again), out.Output.ApprovalID)
+	require.Equal(t, uuid.MustParse(again), *out.Output.ApprovalID)
 	third := requireProblem(t, rest(b.clerk, body), http.StatusForbidden, approvals.CodeApprovalRequired)["approval_id"]
 	require.NotEqual(t, again, third)
 	var n int

@@ -12,7 +12,7 @@ import (
 )
 
 const creditNoteColumns = `c.id, c.number, c.invoice_id, i.number, i.issued_at, i.buyer_reference, c.currency, c.reason, c.subtotal, c.tax_total, c.total,
-	c.bill_to, c.seller, c.invoice_version, c.approval_id, c.issued_by, c.issued_at, i.supply_date, i.period_start, i.period_end, i.purchase_order`
+	c.bill_to, c.seller, c.invoice_version, c.approval_id, c.allowance_id, c.issued_by, c.issued_at, i.supply_date, i.period_start, i.period_end, i.purchase_order`
 
 const creditNoteFrom = ` FROM credit_notes c JOIN invoices i ON i.id = c.invoice_id`
 
@@ -22,7 +22,7 @@ func scanCreditNote(row pgx.Row) (*CreditNote, error) {
 		supply, start, finish *time.Time
 	)
 	if err := row.Scan(&cn.ID, &cn.Number, &cn.InvoiceID, &cn.InvoiceNumber, &cn.InvoiceIssuedAt, &cn.InvoiceBuyerReference, &cn.Currency, &cn.Reason, &cn.Subtotal, &cn.TaxTotal, &cn.Total,
-		&cn.BillTo, &cn.Seller, &cn.InvoiceVersion, &cn.ApprovalID, &cn.IssuedBy, &cn.IssuedAt, &supply, &start, &finish, &cn.InvoicePurchaseOrder); err != nil {
+		&cn.BillTo, &cn.Seller, &cn.InvoiceVersion, &cn.ApprovalID, &cn.AllowanceID, &cn.IssuedBy, &cn.IssuedAt, &supply, &start, &finish, &cn.InvoicePurchaseOrder); err != nil {
 		return nil, err
 	}
 	cn.InvoiceSupplyDate = dateOf(supply)
@@ -72,9 +72,9 @@ func CreditNoteIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, cn *CreditN
 			RETURNING last_seq
 		), cn AS (
 			INSERT INTO credit_notes (id, invoice_id, number, currency, reason, subtotal, tax_total, total, line_count,
-				bill_to, invoice_version, issued_by, approval_id, issued_at, seller)
+				bill_to, invoice_version, issued_by, approval_id, issued_at, seller, allowance_id)
 			SELECT $1, $5, $4 || lpad(seq.last_seq::text, greatest(6, length(seq.last_seq::text)), '0'), $6, $7, $8, $9, $10, $11,
-				$12, $13, $14, $15, $16, (SELECT `+sellerFrozen+` FROM seller)
+				$12, $13, $14, $15, $16, (SELECT `+sellerFrozen+` FROM seller), $29
 			FROM seq
 			RETURNING id, number, seller
 		), ln AS (
@@ -87,7 +87,7 @@ func CreditNoteIssueTx(ctx context.Context, tx pgx.Tx, inv *Invoice, cn *CreditN
 		cn.ID, prefix, at.Year(), fmt.Sprintf("%s-%d-", prefix, at.Year()), inv.ID, inv.Currency, cn.Reason,
 		cn.Subtotal, cn.TaxTotal, cn.Total, n, billTo, inv.Version, cn.IssuedBy, cn.ApprovalID, at,
 		c.pos, invLine, c.desc, c.qty, c.price, c.rate, c.amount, c.tax,
-		c.unit, c.category, c.reason, c.code).Scan(&cn.Number, &cn.Seller)
+		c.unit, c.category, c.reason, c.code, cn.AllowanceID).Scan(&cn.Number, &cn.Seller)
 	if err != nil {
 		return nil, mapError(err, "credit note")
 	}

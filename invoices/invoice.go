@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/money"
@@ -295,6 +296,20 @@ type Invoice struct {
 	// before sellers were recorded (migration 00040) or while none was
 	// configured, whose document shows the settings as they are now.
 	Seller *Seller `json:"seller"`
+	// AllowanceID and Allowance are in the result of the call that drew
+	// a standing allowance instead of an approval: which one, and what
+	// is left of it.
+	AllowanceID *uuid.UUID                `json:"allowance_id,omitempty"`
+	Allowance   *capability.AllowanceDraw `json:"allowance,omitempty"`
+}
+
+// drew marks inv as the result of a call that drew grant's allowance, if
+// it drew one.
+func (inv *Invoice) drew(grant capability.Grant) *Invoice {
+	if d := grant.Allowance; d != nil {
+		inv.AllowanceID, inv.Allowance = &d.ID, d
+	}
+	return inv
 }
 
 // Period is a service period, both ends included.

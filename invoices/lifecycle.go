@@ -127,9 +127,13 @@ func (s *Service) authorizeAmount(ctx context.Context, tx pgx.Tx, call capabilit
 }
 
 // grantData adds what let a governed call through to an audit event's
-// data: the approval spent and the invocation, when one was needed.
+// data: the approval spent or the standing allowance drawn, and the
+// invocation, when one was needed.
 func grantData(grant capability.Grant, data map[string]any) map[string]any {
-	if grant.ApprovalID != "" {
+	switch {
+	case grant.Allowance != nil:
+		data["allowance_id"], data["invocation_id"] = grant.Allowance.ID.String(), grant.InvocationID
+	case grant.ApprovalID != "":
 		data["approval_id"], data["invocation_id"] = grant.ApprovalID, grant.InvocationID
 	}
 	return data
@@ -162,17 +166,19 @@ func (s *Service) Issue(ctx context.Context, call capability.Call) (any, error) 
 		// The audit event precedes the numbering so that the series row
 		// lock is the last one taken; the number is on the invoice row
 		// the event names.
-		if err := s.audit(ctx, tx, call, "invoice.issued", "invoice", inv.ID, map[string]any{
-			"approval_id": grant.ApprovalID, "invocation_id": grant.InvocationID,
+		if err := s.audit(ctx, tx, call, "invoice.issued", "invoice", inv.ID, grantData(grant, map[string]any{
 			"version": inv.Version, "total": inv.Total, "currency": inv.Currency, "series": s.prefix,
-		}); err != nil {
+		})); err != nil {
 			return nil, err
 		}
 		out, err := InvoiceIssueTx(ctx, tx, inv, s.prefix, now, s.today())
 		if err != nil {
 			return nil, err
 		}
-		return out, s.emit.EmitTx(ctx, tx, events.New(events.InvoiceIssued, now, out))
+		if err := s.emit.EmitTx(ctx, tx, events.New(events.InvoiceIssued, now, out)); err != nil {
+			return nil, err
+		}
+		return out.drew(grant), nil
 	})
 }
 
@@ -241,6 +247,6 @@ func (s *Service) Void(ctx context.Context, call capability.Call) (any, error) {
 		if in.Reason != "" {
 			data["reason"] = in.Reason
 		}
-		return out, s.audit(ctx, tx, call, "invoice.voided", "invoice", out.ID, data)
+		return out.drew(grant), s.audit(ctx, tx, call, "invoice.voided", "invoice", out.ID, data)
 	})
 }

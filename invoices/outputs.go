@@ -73,7 +73,9 @@ const (
 			"version": {"type": "integer"},
 			"created_at": ` + timeOutSchema + `, "updated_at": ` + timeOutSchema + `,
 			"bill_to": ` + billToOutSchema + `,
-			"seller": ` + sellerOutSchema + `
+			"seller": ` + sellerOutSchema + `,
+			"allowance_id": ` + uuidSchema + `,
+			"allowance": ` + allowanceDrawOutSchema + `
 		}
 	}`
 	billToOutSchema = `{"type": ["object", "null"], "required": ["name", "email", "address", "vat_id", "tax_number", "language"],
@@ -106,7 +108,9 @@ const (
 			"reversed_at": ` + timeOrNullSchema + `, "reversed_by": ` + uuidOrNullSchema + `,
 			"reversal_reason": {"type": ["string", "null"]},
 			"version": {"type": "integer"},
-			"invoice": ` + invoiceOutSchema + `
+			"invoice": ` + invoiceOutSchema + `,
+			"allowance_id": ` + uuidSchema + `,
+			"allowance": ` + allowanceDrawOutSchema + `
 		}
 	}`
 	creditLineOutSchema = `{"type": "object", "required": ["invoice_line", ` + lineOutFields + `],
@@ -114,7 +118,7 @@ const (
 	creditNoteOutSchema = `{
 		"type": "object",
 		"required": ["id", "number", "invoice_id", "invoice_number", "currency", "reason", "lines", "subtotal", "tax_total", "total",
-			"bill_to", "seller", "invoice_version", "approval_id", "issued_by", "issued_at"],
+			"bill_to", "seller", "invoice_version", "approval_id", "allowance_id", "issued_by", "issued_at"],
 		"properties": {
 			"id": ` + uuidSchema + `, "number": {"type": "string"}, "invoice_id": ` + uuidSchema + `, "invoice_number": {"type": "string"},
 			"currency": {"type": "string"}, "reason": {"type": "string"},
@@ -122,11 +126,16 @@ const (
 			"subtotal": {"type": "integer"}, "tax_total": {"type": "integer"}, "total": {"type": "integer"},
 			"bill_to": ` + billToOutSchema + `,
 			"seller": ` + sellerOutSchema + `,
-			"invoice_version": {"type": "integer"}, "approval_id": ` + uuidSchema + `, "issued_by": ` + uuidSchema + `,
-			"issued_at": ` + timeOutSchema + `,
-			"invoice": ` + invoiceOutSchema + `
+			"invoice_version": {"type": "integer"}, "approval_id": ` + uuidOrNullSchema + `, "allowance_id": ` + uuidOrNullSchema + `,
+			"issued_by": ` + uuidSchema + `, "issued_at": ` + timeOutSchema + `,
+			"invoice": ` + invoiceOutSchema + `,
+			"allowance": ` + allowanceDrawOutSchema + `
 		}
 	}`
+	allowanceDrawOutSchema = `{"type": "object", "required": ["id", "remaining_total", "remaining_count", "currency", "note"],
+		"description": "the standing allowance the call drew instead of an approval, and what is left of it",
+		"properties": {"id": ` + uuidSchema + `, "remaining_total": {"type": "integer"}, "remaining_count": {"type": "integer"},
+			"currency": {"type": "string"}, "note": {"type": "string"}}}`
 	agingOutSchema = `{
 		"type": "object",
 		"required": ["currency", "invoices", "current", "days_1_30", "days_31_60", "days_61_90", "days_over_90", "total"],

@@ -56,6 +56,10 @@ type Payment struct {
 	Version        int64         `json:"version"`
 	// Invoice is the invoice after a payment was recorded or reversed.
 	Invoice *Invoice `json:"invoice,omitempty"`
+	// AllowanceID and Allowance are in the result of the call that drew
+	// a standing allowance instead of an approval (Invoice.AllowanceID).
+	AllowanceID *uuid.UUID                `json:"allowance_id,omitempty"`
+	Allowance   *capability.AllowanceDraw `json:"allowance,omitempty"`
 }
 
 // ResourceVersion is the version the ETag carries.
@@ -141,6 +145,10 @@ func (s *Service) recordTx(ctx context.Context, tx pgx.Tx, call capability.Call,
 	if err := s.emitSettled(ctx, tx, events.PaymentRecorded, now, p, inv, out); err != nil {
 		return nil, err
 	}
+	if d := grant.Allowance; d != nil {
+		p.AllowanceID, p.Allowance = &d.ID, d
+		p.Invoice.drew(grant)
+	}
 	return p, s.audit(ctx, tx, call, "payment.recorded", "payment", p.ID, grantData(grant, map[string]any{
 		"invoice_id": inv.ID, "amount": p.Amount, "currency": p.Currency, "received_on": p.ReceivedOn.String(),
 		"method": p.Method, "reference": p.Reference, "balance_due": out.BalanceDue, "invoice_status": out.Status,
@@ -176,7 +184,7 @@ func (s *Service) MarkPaid(ctx context.Context, call capability.Call) (any, erro
 		if err := s.emit.EmitTx(ctx, tx, events.New(events.InvoicePaid, now, out)); err != nil {
 			return nil, err
 		}
-		return out, s.audit(ctx, tx, call, "invoice.paid", "invoice", out.ID, grantData(grant, map[string]any{"version": out.Version, "number": out.Number}))
+		return out.drew(grant), s.audit(ctx, tx, call, "invoice.paid", "invoice", out.ID, grantData(grant, map[string]any{"version": out.Version, "number": out.Number}))
 	})
 }
 

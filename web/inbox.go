@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/allowances"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/etag"
@@ -31,6 +32,8 @@ type Deps struct {
 	// Approvals lists, reads and decides approval requests; the refusal
 	// rules (role, own request, expiry) are its, not the pages'.
 	Approvals *approvals.Service
+	// Allowances lists the standing allowances the inbox shows in force.
+	Allowances *allowances.Service
 	// NumberPrefix is the invoice number series issuing assigns from
 	// (empty means invoices.DefaultNumberPrefix); the request page shows it
 	// for drafts, which have no number yet.
@@ -69,6 +72,7 @@ type requestRow struct {
 
 type inboxView struct {
 	Pending    []requestRow
+	Allowances []*allowances.Allowance
 	Recent     []requestRow
 	Truncated  bool
 	EventsURL  string
@@ -144,6 +148,9 @@ func (h *Handler) Inbox(c echo.Context, s *Session) error {
 		return err
 	}
 	v := inboxView{Truncated: pending.HasMore, EventsURL: "/v1/approvals/events", CanDecide: s.User.Role.CanDecide(), ViewerName: s.User.Username}
+	if v.Allowances, err = h.allowancesInForce(ctx); err != nil {
+		return err
+	}
 	for _, a := range pending.Data {
 		v.Pending = append(v.Pending, rowOf(a, names))
 	}
@@ -159,6 +166,25 @@ func (h *Handler) Inbox(c echo.Context, s *Session) error {
 	d := h.data(c, s, "Inbox")
 	d.Data = v
 	return h.render(c, http.StatusOK, "inbox", d)
+}
+
+// allowancesInForce are the standing allowances calls may draw now, of
+// the newest 100: what approvers let through without asking them again.
+func (h *Handler) allowancesInForce(ctx context.Context) ([]*allowances.Allowance, error) {
+	if h.deps.Allowances == nil {
+		return nil, nil
+	}
+	list, err := h.deps.Allowances.List(ctx, allowances.ListParams{Page: page.Request{Limit: page.MaxLimit}})
+	if err != nil {
+		return nil, err
+	}
+	var out []*allowances.Allowance
+	for _, a := range list.Data {
+		if a.Status == allowances.StatusActive {
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }
 
 // snapshotView is the invoice as the approver decides on it, read from the

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/allowances"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/invoices"
@@ -19,6 +20,7 @@ var actions = map[string]action{
 	invoices.CapIssue:           {title: "Issue invoice", lets: "issue this invoice", done: "the invoice was issued"},
 	invoices.CapDelete:          {title: "Delete draft invoice", lets: "delete this draft invoice", done: "the draft invoice was deleted"},
 	invoices.CapIssueCreditNote: {title: "Issue credit note", lets: "issue this credit note", done: "the credit note was issued"},
+	allowances.CapGrant:         {title: "Grant standing allowance", lets: "put this allowance in force, which calls it covers then draw without asking", done: "the allowance was granted"},
 }
 
 func actionOf(capabilityName string) action {

@@ -60,6 +60,9 @@ type options struct {
 	verbose bool
 	profile string
 	keys    bool
+	// allowance compares issuing under one standing allowance with one
+	// approval each (make bench-allowance), instead of with raw SQL.
+	allowance bool
 }
 
 func parseFlags() (options, error) {
@@ -78,6 +81,7 @@ func parseFlags() (options, error) {
 	flag.BoolVar(&o.verbose, "v", false, "print pgbench's report with per-statement latencies")
 	flag.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of the HTTP runs to this file")
 	flag.BoolVar(&o.keys, "keys", true, "send an Idempotency-Key with each issue, as a client that retries safely does")
+	flag.BoolVar(&o.allowance, "allowance", false, "compare issuing under one standing allowance with one approval each (make bench-allowance)")
 	flag.Parse()
 	for _, s := range strings.Split(*levels, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(s))
@@ -114,6 +118,9 @@ func run() error {
 	}
 	defer b.pool.Close()
 	defer b.app.Close()
+	if o.allowance {
+		return b.allowanceRun(ctx)
+	}
 
 	fmt.Printf("bench-issue: %d issues per round, level and side; %d alternating rounds (median shown); server pool %d conns; Idempotency-Key sent: %t\n",
 		o.n, o.rounds, b.pool.Config().MaxConns, o.keys)
@@ -129,7 +136,7 @@ func run() error {
 		// and alternation spreads it over both sides.
 		for range o.rounds {
 			before := processCPU()
-			o1, d, err := b.ours(ctx, c, n)
+			o1, _, d, err := b.ours(ctx, c, n, b.prepare)
 			if err != nil {
 				return fmt.Errorf("ours at %d: %w", c, err)
 			}
@@ -341,16 +348,17 @@ func (b *bench) prepare(ctx context.Context, n int) ([]item, error) {
 	return items, nil
 }
 
-// ours issues n approved drafts over HTTP with c concurrent clients and
-// returns issues per second, then waits for their invoice.issued
+// ours issues n drafts that prepare made issuable over HTTP with c
+// concurrent clients and returns issues per second and the process's CPU
+// per issue while they ran, then waits for their invoice.issued
 // deliveries and returns what they measured.
-func (b *bench) ours(ctx context.Context, c, n int) (float64, deliveries, error) {
-	items, err := b.prepare(ctx, n)
+func (b *bench) ours(ctx context.Context, c, n int, prepare func(context.Context, int) ([]item, error)) (float64, time.Duration, deliveries, error) {
+	items, err := prepare(ctx, n)
 	if err != nil {
-		return 0, deliveries{}, err
+		return 0, 0, deliveries{}, err
 	}
 	if err := b.drain(ctx); err != nil {
-		return 0, deliveries{}, err
+		return 0, 0, deliveries{}, err
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c, MaxConnsPerHost: c}}
 	work := make(chan int, n)
@@ -369,15 +377,15 @@ func (b *bench) ours(ctx context.Context, c, n int) (float64, deliveries, error)
 	if b.o.profile != "" {
 		f, err := os.Create(fmt.Sprintf("%s.c%d", b.o.profile, c))
 		if err != nil {
-			return 0, deliveries{}, err
+			return 0, 0, deliveries{}, err
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return 0, deliveries{}, err
+			return 0, 0, deliveries{}, err
 		}
 		defer pprof.StopCPUProfile()
 	}
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	for range c {
 		wg.Add(1)
 		go func() {
@@ -405,12 +413,12 @@ func (b *bench) ours(ctx context.Context, c, n int) (float64, deliveries, error)
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU()-cpu
 	if f := failed.Load(); f > 0 {
-		return 0, deliveries{}, fmt.Errorf("%d of %d issues failed, e.g. %v", f, n, sample.Load())
+		return 0, 0, deliveries{}, fmt.Errorf("%d of %d issues failed, e.g. %v", f, n, sample.Load())
 	}
 	d, err := b.measureDeliveries(start, ids, committed)
-	return float64(n) / elapsed.Seconds(), d, err
+	return float64(n) / elapsed.Seconds(), cpu / time.Duration(n), d, err
 }
 
 // processCPU is the CPU time this process has used, user and system.

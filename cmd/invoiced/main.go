@@ -44,6 +44,7 @@ Usage:
   invoiced tokens list NAME | revoke ID      list a user's tokens; revoke one
   invoiced approvals list|approve|deny       list and decide approval requests
   invoiced policy list|set|delete            how many approvers a request needs (admins)
+  invoiced allowances list|show|revoke       standing allowances; revoke one (approvers, admins)
   invoiced seller show|set                   who issues the invoices (set: admins)
   invoiced webhooks add|list|disable|enable|rotate-secret|deliveries|redeliver
                                              manage webhook endpoints
@@ -75,6 +76,8 @@ func run(ctx context.Context, args []string, env env, stdin io.Reader, stdout, s
 		err = cmdApprovals(ctx, env, args[1:], stdout, stderr)
 	case "policy":
 		err = cmdPolicy(ctx, env, args[1:], stdout, stderr)
+	case "allowances":
+		err = cmdAllowances(ctx, env, args[1:], stdout, stderr)
 	case "seller":
 		err = cmdSeller(ctx, env, args[1:], stdin, stdout, stderr)
 	case "audit":
