@@ -89,9 +89,9 @@ func printPolicy(w io.Writer, set *approvals.RuleSet) error {
 	}
 	fmt.Fprintf(w, "approval policy version %d, made %s by %s\n", set.Version, set.ChangedAt.Format(time.RFC3339), by)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCAPABILITY\tCURRENCY\tAT OR ABOVE\tAPPROVERS\tSUMMED OVER")
+	fmt.Fprintln(tw, "ID\tCAPABILITY\tCURRENCY\tAT OR ABOVE\tAPPROVERS\tSUMMED OVER\tDECIDED BY")
 	for _, r := range set.Rules {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.Capability, r.Currency, threshold(r), r.Approvers, window(r))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Capability, r.Currency, threshold(r), r.Approvers, window(r), decidedBy(r))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -109,6 +109,44 @@ func printPolicy(w io.Writer, set *approvals.RuleSet) error {
 		fmt.Fprintf(w, "No tiers (one approver always): %s\n", strings.Join(bare, ", "))
 	}
 	return nil
+}
+
+// usernames splits a comma-separated list; nil for none.
+func usernames(s string) []string {
+	var out []string
+	for _, u := range strings.Split(s, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// decidedBy renders who decides a tier's calls: "anyone" (every approver
+// and admin), or its deciders and escalation.
+func decidedBy(r approvals.Rule) string {
+	if r.Deciders == nil {
+		return "anyone"
+	}
+	out := audience(*r.Deciders)
+	if e := r.Escalation; e != nil {
+		out += fmt.Sprintf(", after %s also %s", time.Duration(e.After), audience(e.Audience))
+	}
+	return out
+}
+
+func audience(a approvals.Audience) string {
+	var parts []string
+	for _, u := range a.Users {
+		parts = append(parts, u.Username)
+	}
+	switch a.Role {
+	case identity.RoleAdmin:
+		parts = append(parts, "admins")
+	case identity.RoleApprover:
+		parts = append(parts, "approvers and admins")
+	}
+	return strings.Join(parts, "+")
 }
 
 // window renders a tier's window: "-" for the call's amount alone.
@@ -150,7 +188,7 @@ func policyChange(ctx context.Context, e env, as string, stdout io.Writer,
 }
 
 func cmdPolicySet(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
-	fs := flagSet("policy set --capability NAME --currency CODE|'*' (--min-amount MINOR | --min-amount-major MAJOR) --approvers N [--window-days N --scope WHOSE] --as ADMIN",
+	fs := flagSet("policy set --capability NAME --currency CODE|'*' (--min-amount MINOR | --min-amount-major MAJOR) --approvers N [--window-days N --scope WHOSE] [--deciders USERS --deciders-role ROLE [--escalate-after D --escalate-to USERS --escalate-role ROLE]] --as ADMIN",
 		"Set a tier of the approval policy: calls of a capability on an amount in a currency\n"+
 			"at or above the threshold need N distinct approvers. It replaces the tier of the same\n"+
 			"capability, currency and threshold, else adds one. A rule for one currency states its\n"+
@@ -158,6 +196,9 @@ func cmdPolicySet(ctx context.Context, e env, args []string, stdout, stderr io.W
 			"1,000,000 yen); a rule for any currency ('*') in major units (--min-amount-major).\n"+
 			"With --window-days and --scope the amount compared is the sum of the capability's\n"+
 			"calls of the same requester, customer or both over those days, plus the call.\n"+
+			"With --deciders and/or --deciders-role only those decide the tier's calls; with\n"+
+			"--escalate-after, a request still pending after that long may be decided by\n"+
+			"--escalate-to and/or --escalate-role too (never by fewer approvals).\n"+
 			"Prints the policy's new version.", stderr)
 	var in approvals.RuleInput
 	fs.StringVar(&in.Capability, "capability", "", "a governed capability: "+strings.Join(append(app.ConsequentialCapabilities(), app.GovernedCapabilities()...), ", "))
@@ -167,6 +208,11 @@ func cmdPolicySet(ctx context.Context, e env, args []string, stdout, stderr io.W
 	fs.IntVar(&in.Approvers, "approvers", 0, "distinct approvers needed, 1 to 10 (0 to 10 for "+strings.Join(app.GovernedCapabilities(), ", ")+")")
 	windowDays := fs.Int("window-days", 0, "sum the calls of the last N days (1 to 366) with this one; needs --scope")
 	scope := fs.String("scope", "", "whose calls --window-days sums: requester, customer or requester_customer")
+	deciders := fs.String("deciders", "", "comma-separated usernames of the approvers and admins who decide the tier's calls")
+	decidersRole := fs.String("deciders-role", "", "approver (every approver and admin) or admin: who decides besides --deciders")
+	escAfter := fs.String("escalate-after", "", "a duration such as 24h after which a pending request escalates")
+	escTo := fs.String("escalate-to", "", "comma-separated usernames who may decide once it escalates")
+	escRole := fs.String("escalate-role", "", "approver or admin: who may decide once it escalates")
 	as := fs.String("as", "", "username of the admin making the change (required; audited)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -187,6 +233,10 @@ func cmdPolicySet(ctx context.Context, e env, args []string, stdout, stderr io.W
 			in.WindowDays = windowDays
 		case "scope":
 			in.Scope = scope
+		case "deciders", "deciders-role":
+			in.Deciders = &approvals.AudienceInput{Role: *decidersRole, Users: usernames(*deciders)}
+		case "escalate-after", "escalate-to", "escalate-role":
+			in.Escalation = &approvals.EscalationInput{After: *escAfter, Role: *escRole, Users: usernames(*escTo)}
 		}
 	})
 	return policyChange(ctx, e, *as, stdout, func(svc *approvals.Service, p identity.Principal) (*approvals.RuleSet, error) {

@@ -108,3 +108,35 @@ func TestPolicyCLI(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.Equal(t, []string{"ada cli", "ada cli", "ada cli"}, actors)
 }
+
+// policy set names a tier's deciders and its escalation; list shows who
+// decides; a bad one is refused naming the field, writing nothing.
+func TestPolicyCLIDecidersAndEscalation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := storetest.URL(t)
+	pool := storetest.PoolFor(t, url)
+	e := env{"DATABASE_URL": url}
+	for name, role := range map[string]identity.Role{"ada": identity.RoleAdmin, "bob": identity.RoleApprover, "cy": identity.RoleApprover} {
+		_, err := identity.UserCreate(ctx, pool, identity.UserCreateParams{Username: name, Role: role})
+		require.NoError(t, err)
+	}
+	base := []string{"policy", "set", "--capability", "issue-invoice", "--currency", "EUR", "--min-amount", "0", "--approvers", "1", "--as", "ada"}
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"escalation without deciders": {[]string{"--escalate-after", "1h", "--escalate-role", "admin"}, "escalation adds deciders"},
+		"no such decider":             {[]string{"--deciders", "bob,ghost"}, `deciders.users "ghost" is no user`},
+		"never due":                   {[]string{"--deciders", "bob", "--escalate-after", "80h", "--escalate-to", "cy"}, "escalation.after must be shorter"},
+	} {
+		r := invoke(ctx, e, append(base, tc.args...)...)
+		require.Equal(t, 1, r.code, "%s: %s", name, r.stderr)
+		require.Contains(t, r.stderr, tc.want, name)
+		require.Equal(t, "approval policy version 1", policyVersion(t, e), "%s changed nothing", name)
+	}
+	r := invoke(ctx, e, append(base, "--deciders", "cy, bob", "--escalate-after", "24h", "--escalate-role", "admin")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "bob+cy, after 24h0m0s also admins")
+	require.Contains(t, r.stdout, "anyone", "the other tiers")
+}
