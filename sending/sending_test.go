@@ -437,3 +437,75 @@ func creditNote(t *testing.T, b *bundle, inv *invoices.Invoice) uuid.UUID {
 	r.JSON(t, &cn)
 	return cn.ID
 }
+
+// With the mail server down the sending waits, queued, and no event is
+// emitted; once it is back the mail goes out once and the sending is sent.
+func TestMailServerDownThenUpSendsOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	inv := b.issued(t)
+	b.smtp.Down()
+	r, sn := b.send(t, "/v1/invoices/"+inv.ID.String()+"/send", nil)
+	require.Equal(t, http.StatusAccepted, r.StatusCode, "%s", r.Body)
+	require.Eventually(t, func() bool {
+		return b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'sending.send' AND attempt >= 1 AND state IN ('retryable', 'available', 'scheduled')`) == 1
+	}, 20*time.Second, 50*time.Millisecond)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM sendings WHERE sent_at IS NULL AND failed_at IS NULL`))
+	b.smtp.Up(t)
+	b.waitSent(t, "/v1/invoices/"+inv.ID.String()+"/sendings", sn.ID.String())
+	time.Sleep(300 * time.Millisecond)
+	msgs := b.smtp.Messages()
+	require.Len(t, msgs, 1)
+	require.Equal(t, sn.MessageID, msgs[0].MessageID)
+}
+
+// A send retried with its Idempotency-Key is the one sending it made.
+func TestIdempotentResendIsOneSending(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	inv := b.issued(t)
+	path := "/v1/invoices/" + inv.ID.String() + "/send"
+	first := b.h.Do(t, http.MethodPost, path, b.clerk, nil, "Idempotency-Key", "send-once-1")
+	require.Equal(t, http.StatusAccepted, first.StatusCode, "%s", first.Body)
+	again := b.h.Do(t, http.MethodPost, path, b.clerk, nil, "Idempotency-Key", "send-once-1")
+	require.Equal(t, http.StatusAccepted, again.StatusCode, "%s", again.Body)
+	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+	require.JSONEq(t, string(first.Body), string(again.Body))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM sendings`))
+	resend := b.h.Do(t, http.MethodPost, path, b.clerk, nil, "Idempotency-Key", "send-once-2")
+	require.Equal(t, http.StatusAccepted, resend.StatusCode, "%s", resend.Body)
+	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM sendings`), "another key is a resend")
+	b.smtp.Wait(t, 2, 20*time.Second)
+}
+
+// A mail whose retries give up leaves the sending failed, saying why,
+// with no sent event.
+func TestRetriesGivenUpLeaveTheSendingFailed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	subscribe(t, b)
+	inv := b.issued(t)
+	b.smtp.Down()
+	r, sn := b.send(t, "/v1/invoices/"+inv.ID.String()+"/send", nil)
+	require.Equal(t, http.StatusAccepted, r.StatusCode, "%s", r.Body)
+	require.Eventually(t, func() bool {
+		return b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'sending.send' AND attempt >= 1 AND state IN ('retryable', 'available', 'scheduled')`) == 1
+	}, 20*time.Second, 50*time.Millisecond)
+	// The next attempt is the last (15 would take a day and a half).
+	_, err := b.h.Pool.Exec(b.ctx, `UPDATE river_job SET max_attempts = attempt + 1 WHERE kind = 'sending.send'`)
+	require.NoError(t, err)
+	var got sending.Sending
+	require.Eventually(t, func() bool {
+		r := b.h.Do(t, http.MethodGet, "/v1/invoices/"+inv.ID.String()+"/sendings", b.clerk, nil)
+		var page struct{ Data []sending.Sending }
+		r.JSON(t, &page)
+		got = page.Data[0]
+		return got.Status == sending.StatusFailed
+	}, 30*time.Second, 100*time.Millisecond)
+	require.Equal(t, sn.ID, got.ID)
+	require.NotNil(t, got.FailedAt)
+	require.Nil(t, got.SentAt)
+	require.Contains(t, got.Error, "send to billing@example.com")
+	require.NotContains(t, got.Error, "s3cret-smtp", "no SMTP password in the record")
+	require.Empty(t, deliveries(t, b, events.InvoiceSent))
+}
