@@ -103,7 +103,7 @@ func printPolicy(w io.Writer, set *approvals.RuleSet) error {
 		}
 	}
 	fmt.Fprintf(w, "Below a capability's lowest tier one approver decides, none for %s. A currency with tiers of its own uses only those; * is every other currency.\n",
-		strings.Join(app.GovernedCapabilities(), " and "))
+		strings.Join(app.GovernedCapabilities(), ", "))
 	fmt.Fprintln(w, "A tier summed over days compares the sum of the calls in its scope over those days, plus the call.")
 	if len(bare) > 0 {
 		fmt.Fprintf(w, "No tiers (one approver always): %s\n", strings.Join(bare, ", "))

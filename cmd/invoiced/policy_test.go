@@ -82,6 +82,11 @@ func TestPolicyCLI(t *testing.T) {
 		"delete as bob":  {[]string{"delete", eur, "--as", "bob"}, 1, "admin"},
 		"list version":   {[]string{"list", "--version", "9"}, 1, "version 9 not found"},
 		"subcommand":     {[]string{"edit"}, 2, "Usage"},
+		"window of 0": {[]string{"set", "--capability", "issue-invoice", "--currency", "EUR", "--min-amount", "1", "--approvers", "2",
+			"--window-days", "0", "--scope", "customer", "--as", "ada"}, 1, "window_days must be"},
+		"no scope": {[]string{"set", "--capability", "issue-invoice", "--currency", "EUR", "--min-amount", "1", "--approvers", "2",
+			"--window-days", "30", "--as", "ada"}, 1, "scope is required"},
+		"void without approver": {[]string{"set", "--capability", "void-invoice", "--currency", "EUR", "--min-amount", "1", "--approvers", "0", "--as", "ada"}, 1, "consequential"},
 	} {
 		r := invoke(ctx, e, append([]string{"policy"}, tc.args...)...)
 		require.Equal(t, tc.code, r.code, "%s: %s", name, r.stderr)
@@ -92,6 +97,16 @@ func TestPolicyCLI(t *testing.T) {
 	r = invoke(ctx, e, "policy", "delete", eur, "--as", "ada")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "approval policy version 4")
+	r = invoke(ctx, e, "policy", "set", "--capability", "issue-invoice", "--currency", "EUR", "--min-amount", "1000000", "--approvers", "2",
+		"--window-days", "30", "--scope", "customer", "--as", "ada")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "approval policy version 5")
+	require.Regexp(t, `issue-invoice +EUR +10,000\.00 EUR \(1000000 minor units\) +2 +30 days, same customer\n`, r.stdout)
+	r = invoke(ctx, e, "policy", "delete", ruleID(t, r.stdout, "30 days"), "--as", "ada")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout, "EUR")
+	r = invoke(ctx, e, "policy", "list", "--version", "4")
+	require.Equal(t, 0, r.code, r.stderr)
 	require.NotContains(t, r.stdout, "EUR")
 	r = invoke(ctx, e, "policy", "list", "--version", "3")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -106,7 +121,7 @@ func TestPolicyCLI(t *testing.T) {
 		actors = append(actors, s)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"ada cli", "ada cli", "ada cli"}, actors)
+	require.Equal(t, []string{"ada cli", "ada cli", "ada cli", "ada cli", "ada cli"}, actors)
 }
 
 // policy set names a tier's deciders and its escalation; list shows who
