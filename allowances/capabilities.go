@@ -48,7 +48,8 @@ func Capabilities(svc *Service) []capability.Capability {
 	}
 	return []capability.Capability{
 		{Descriptor: capability.Descriptor{
-			Name: CapGrant,
+			Name:  CapGrant,
+			Title: "Ask for a standing allowance",
 			Description: "Ask for a standing allowance: a budget of calls of one kind (issue: issue-invoice; credit: issue-credit-note; void: void-invoice; payments: mark-invoice-paid and record-payment) " +
 				"in one currency, for the customers named in customer_ids (null: every customer), up to max_total minor units and max_count calls, until valid_until. " +
 				"Once in force, each such call inside it draws it down instead of asking for an approval, and its result says which allowance it drew and what is left; " +
@@ -65,9 +66,12 @@ func Capabilities(svc *Service) []capability.Capability {
 				"reason": {"type": "string", "maxLength": 2000, "description": "what the budget is for, as approvers will read it"}}}`),
 			OutputSchema: schema(allowanceSchema),
 			Risk:         capability.RiskConsequential,
+			// It adds an allowance and changes nothing there is.
+			Additive: true,
 		}, Handler: grant},
 		{Descriptor: capability.Descriptor{
 			Name:        CapList,
+			Title:       "List standing allowances",
 			Description: "List standing allowances, newest first, a page at a time, each with status (active, exhausted, expired, revoked), remaining_total and remaining_count. Returns {data: [allowance], has_more, next_cursor}.",
 			InputSchema: schema(`{"type": "object", "additionalProperties": false, "properties": {
 				"limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
@@ -78,6 +82,7 @@ func Capabilities(svc *Service) []capability.Capability {
 		}, Handler: list},
 		{Descriptor: capability.Descriptor{
 			Name:         CapGet,
+			Title:        "Get a standing allowance",
 			Description:  "Get one standing allowance by allowance_id: what it covers, its caps, what is left, until when, and its status.",
 			InputSchema:  schema(`{"type": "object", "additionalProperties": false, "required": ["allowance_id"], "properties": {"allowance_id": ` + uuidSchema + `}}`),
 			OutputSchema: schema(allowanceSchema),
