@@ -66,8 +66,9 @@ func Capabilities(svc *Service) []capability.Capability {
 				"reason": {"type": "string", "maxLength": 2000, "description": "what the budget is for, as approvers will read it"}}}`),
 			OutputSchema: schema(allowanceSchema),
 			Risk:         capability.RiskConsequential,
-			// It adds an allowance and changes nothing there is.
-			Additive: true,
+			// It adds an allowance and changes nothing else; the same
+			// call again is refused (ALLOWANCE_EXISTS).
+			Additive: true, Idempotent: true,
 		}, Handler: grant},
 		{Descriptor: capability.Descriptor{
 			Name:        CapList,
