@@ -168,6 +168,9 @@ func (a *App) webhookRoutes(v1 *echo.Group) {
 // metadata (ADR-0023): public, outside /v1; its consent page is the
 // inbox's (inboxRoutes).
 func (a *App) oauthRoutes(e *echo.Echo) {
+	// The endpoints a client fetches check origins and answer CORS as
+	// /mcp does, for every method: a preflight carries no credential.
+	e.Use(onlyPaths(oauth.FetchedPaths, a.allowedOrigins.Middleware(oauth.CORS())))
 	o := a.oauthHandler()
 	get(e, "/.well-known/oauth-protected-resource", o.ResourceMetadata)
 	get(e, "/.well-known/oauth-protected-resource/mcp", o.ResourceMetadata)
@@ -309,6 +312,19 @@ func onlyPath(path string, m echo.MiddlewareFunc) echo.MiddlewareFunc {
 		wrapped := m(next)
 		return func(c echo.Context) error {
 			if c.Request().URL.Path == path {
+				return wrapped(c)
+			}
+			return next(c)
+		}
+	}
+}
+
+// onlyPaths applies m to requests for one of paths.
+func onlyPaths(paths []string, m echo.MiddlewareFunc) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		wrapped := m(next)
+		return func(c echo.Context) error {
+			if slices.Contains(paths, c.Request().URL.Path) {
 				return wrapped(c)
 			}
 			return next(c)

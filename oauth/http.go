@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/invoiced/invoiced/origins"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/labstack/echo/v4"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -159,6 +160,30 @@ func oauthError(c echo.Context, err error) error {
 	}
 	noStore(c)
 	return c.JSON(status, oe)
+}
+
+// FetchedPaths are the endpoints a client fetches (a page, with CORS),
+// as opposed to /oauth/authorize and the consent page, which its user's
+// browser navigates to.
+var FetchedPaths = []string{
+	"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp",
+	"/.well-known/oauth-authorization-server", "/oauth/register", "/oauth/token", "/oauth/revoke",
+}
+
+// CORS is what pages of the allowed origins (origins.Allowed, the same
+// as /mcp's) may do at FetchedPaths: a browser-based MCP client discovers,
+// registers, and exchanges and revokes tokens from its own page. Its
+// discovery sends Mcp-Protocol-Version. An origin not allowed is refused
+// with 403 in OAuth's error JSON.
+func CORS() origins.CORS {
+	return origins.CORS{
+		Methods: []string{http.MethodGet, http.MethodPost},
+		Headers: []string{"Content-Type", "Authorization", "Mcp-Protocol-Version"},
+		Refuse: func(c echo.Context) error {
+			return c.JSON(http.StatusForbidden, &Error{Code: "access_denied",
+				Description: "pages of this origin may not call this endpoint (an admin lists browser clients' origins in " + origins.Setting + ")"})
+		},
+	}
 }
 
 // noStore keeps tokens and errors out of caches (RFC 6749 §5.1).

@@ -18,6 +18,7 @@ import (
 	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/oauth"
+	"github.com/invoiced/invoiced/origins"
 	"github.com/invoiced/invoiced/store/storetest"
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -667,4 +668,60 @@ func TestRegistrationRefusals(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, a.status)
 	require.Contains(t, a.body, `"field":"client_id"`)
 	require.Equal(t, before, clients())
+}
+
+// A browser-based client's page may fetch the OAuth endpoints when its
+// origin is allowed (the setting /mcp's CORS uses, ADR-0025): preflight
+// and answers carry the CORS headers. Any other origin is refused with
+// 403 before anything is done.
+func TestOAuthEndpointsCORS(t *testing.T) {
+	t.Parallel()
+	allowed, err := origins.Parse("http://localhost:6274")
+	require.NoError(t, err)
+	h := apptest.New(t, apptest.Options{Config: app.Config{AllowedOrigins: allowed}})
+	send := func(method, path, origin, body string, header ...string) answer {
+		req, err := http.NewRequest(method, h.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Origin", origin)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		for i := 0; i < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		return do(t, http.DefaultClient, req)
+	}
+	reg := `{"client_name": "Browser Agent", "redirect_uris": ["http://localhost:6274/oauth/callback"]}`
+	for _, path := range oauth.FetchedPaths {
+		pre := send(http.MethodOptions, path, "http://localhost:6274", "", "Access-Control-Request-Method", "POST",
+			"Access-Control-Request-Headers", "content-type, mcp-protocol-version")
+		require.Equal(t, http.StatusNoContent, pre.status, path)
+		require.Equal(t, "http://localhost:6274", pre.header.Get("Access-Control-Allow-Origin"), path)
+		require.Equal(t, "Content-Type, Authorization, Mcp-Protocol-Version", pre.header.Get("Access-Control-Allow-Headers"), path)
+
+		method := http.MethodPost
+		if strings.HasPrefix(path, "/.well-known/") {
+			method = http.MethodGet
+		}
+		for _, method := range []string{http.MethodOptions, method} {
+			a := send(method, path, "https://evil.example", reg, "Access-Control-Request-Method", "POST")
+			require.Equal(t, http.StatusForbidden, a.status, "%s %s", method, path)
+			require.Contains(t, a.body, `"error":"access_denied"`)
+			require.Empty(t, a.header.Get("Access-Control-Allow-Origin"))
+		}
+	}
+	var n int
+	require.NoError(t, h.Pool.QueryRow(context.Background(), `SELECT count(*) FROM oauth_clients`).Scan(&n))
+	require.Zero(t, n, "no refused page registered a client")
+
+	a := send(http.MethodPost, "/oauth/register", "http://localhost:6274", reg)
+	require.Equal(t, http.StatusCreated, a.status, a.body)
+	require.Equal(t, "http://localhost:6274", a.header.Get("Access-Control-Allow-Origin"))
+	a = send(http.MethodGet, "/.well-known/oauth-protected-resource/mcp", "http://localhost:6274", "")
+	require.Equal(t, http.StatusOK, a.status)
+	require.Equal(t, "http://localhost:6274", a.header.Get("Access-Control-Allow-Origin"))
+	// The service's own pages, and clients that are no page, need no listing.
+	for _, origin := range []string{h.URL, ""} {
+		require.Equal(t, http.StatusOK, send(http.MethodGet, "/.well-known/oauth-authorization-server", origin, "").status, origin)
+	}
 }
