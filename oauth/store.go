@@ -167,7 +167,6 @@ type refreshHeld struct {
 	GrantID  uuid.UUID
 	ClientID string
 	Scope    Scope
-	Resource string
 	Used     bool
 	Live     bool // unexpired, grant unrevoked, user enabled
 	User     *identity.User
