@@ -101,7 +101,7 @@ func TestPolicyCLI(t *testing.T) {
 		"--window-days", "30", "--scope", "customer", "--as", "ada")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "approval policy version 5")
-	require.Regexp(t, `issue-invoice +EUR +10,000\.00 EUR \(1000000 minor units\) +2 +30 days, same customer\n`, r.stdout)
+	require.Regexp(t, `issue-invoice +EUR +10,000\.00 EUR \(1000000 minor units\) +2 +30 days, same customer +anyone\n`, r.stdout)
 	r = invoke(ctx, e, "policy", "delete", ruleID(t, r.stdout, "30 days"), "--as", "ada")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NotContains(t, r.stdout, "EUR")
