@@ -54,7 +54,7 @@ func TestMCPToolsTakeTheLegalInvoicesFacts(t *testing.T) {
 
 	d := call("create-draft-invoice", map[string]any{"customer_id": c["id"], "currency": "EUR",
 		"service_period": map[string]any{"start": "2026-11-01", "end": "2026-11-30"},
-		"lines": []any{map[string]any{"description": "Conseil", "quantity": "7.5", "unit": "HUR", "unit_amount": 12000, "vat_category": "AE"}}})
+		"lines":          []any{map[string]any{"description": "Conseil", "quantity": "7.5", "unit": "HUR", "unit_amount": 12000, "vat_category": "AE"}}})
 	require.Equal(t, "2026-11-30", d["service_period"].(map[string]any)["end"], "%v", d)
 	line := d["lines"].([]any)[0].(map[string]any)
 	require.Equal(t, "7.5", line["quantity"])
