@@ -7,6 +7,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/invoiced/invoiced/accounts"
@@ -20,6 +21,7 @@ import (
 	"github.com/invoiced/invoiced/oauth"
 	"github.com/invoiced/invoiced/origins"
 	"github.com/invoiced/invoiced/outbox"
+	"github.com/invoiced/invoiced/reminders"
 	"github.com/invoiced/invoiced/seller"
 	"github.com/invoiced/invoiced/sending"
 	"github.com/invoiced/invoiced/steploop"
@@ -81,6 +83,9 @@ type Config struct {
 	// clock. Tests set it, with Approvals.Now, to one running
 	// clocktest.Running clock and move both by advancing it.
 	Clock func() time.Time
+	// ReminderInterval is how often the automatic reminders look for
+	// what fell due; 0 means an hour. Tests shorten it.
+	ReminderInterval time.Duration
 }
 
 // App holds the services and handlers of one running service.
@@ -111,9 +116,11 @@ type App struct {
 	invoices *invoices.Service
 	sellers  *seller.Service
 	sending  *sending.Service
-	chat     *steploop.Service
-	mcp      *mcp.Service
-	oauth    *oauth.Service
+	// reminders: the customer reminders (dunning) and their periodic job.
+	reminders *reminders.Service
+	chat      *steploop.Service
+	mcp       *mcp.Service
+	oauth     *oauth.Service
 }
 
 // New builds services and handlers over pool.
@@ -133,9 +140,10 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	a.invoices = invoices.NewService(pool, a.approvalGate, a.events, cfg.Invoices)
 	a.sellers = seller.NewService(pool, nil)
 	a.sending = sending.New(pool, a.events, a.events, sending.Config{Sender: cfg.Notify.Sender, Now: cfg.Invoices.Now})
+	a.reminders = reminders.New(pool, a.sending, reminders.Config{Today: a.invoices.BusinessToday, Now: cfg.Invoices.Now, Log: log})
 	a.caps = capability.NewRegistry()
-	caps := append(invoices.Capabilities(a.invoices), sending.Capabilities(a.sending)...)
-	for _, c := range append(caps, allowances.Capabilities(a.allowances)...) {
+	for _, c := range slices.Concat(invoices.Capabilities(a.invoices), sending.Capabilities(a.sending),
+		allowances.Capabilities(a.allowances), reminders.Capabilities(a.reminders)) {
 		if err := a.caps.Register(c); err != nil {
 			a.Close()
 			return nil, err
@@ -244,6 +252,9 @@ func (a *App) startApprovals(policy approvals.Policy) {
 	// requests, in the same transaction (ADR-0012).
 	a.accounts = accounts.NewService(a.pool, a.approvalSvc)
 }
+
+// Reminders is the customer reminders' service (tests run its job).
+func (a *App) Reminders() *reminders.Service { return a.reminders }
 
 // ApprovalGate is the transactional gate consequential capabilities run
 // through (ADR-0010).

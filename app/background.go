@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"github.com/invoiced/invoiced/oauth"
@@ -30,6 +31,10 @@ const (
 	// housekeepingInterval is for rows nobody waits on (used
 	// confirmations, idempotency keys past 24 h, dead sessions): 5 min.
 	housekeepingInterval = 5 * time.Minute
+	// reminderInterval: reminders fall due by the day in the business
+	// time zone; an hourly run sends them within the first hour of it,
+	// and a replica down over midnight catches up at the next run.
+	reminderInterval = time.Hour
 )
 
 // riverPoolConns sizes River's own pool: its listener holds one for life;
@@ -100,6 +105,10 @@ func (a *App) startBackground(ctx context.Context, cfg Config, ctl *confirm.Cont
 			}},
 			{Name: "oauth", Every: housekeepingInterval, Run: func(ctx context.Context) error {
 				_, err := oauth.Sweep(ctx, a.pool)
+				return err
+			}},
+			{Name: "reminders", Every: cmp.Or(cfg.ReminderInterval, reminderInterval), Run: func(ctx context.Context) error {
+				_, err := a.reminders.RunDue(ctx)
 				return err
 			}},
 		},

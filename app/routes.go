@@ -16,6 +16,7 @@ import (
 	"github.com/invoiced/invoiced/mcp"
 	"github.com/invoiced/invoiced/oauth"
 	"github.com/invoiced/invoiced/openapi"
+	"github.com/invoiced/invoiced/reminders"
 	"github.com/invoiced/invoiced/seller"
 	"github.com/invoiced/invoiced/sending"
 	"github.com/invoiced/invoiced/steploop"
@@ -105,6 +106,16 @@ func (a *App) invoiceRoutes(v1 *echo.Group) {
 	get(v1, "/invoices/:id/sendings", snd.InvoiceSendings)
 	v1.POST("/credit-notes/:id/send", snd.CreditNoteSend)
 	get(v1, "/credit-notes/:id/sendings", snd.CreditNoteSendings)
+
+	// Every signed-in user reads the reminder settings; admins change
+	// them (the service checks, as for the seller).
+	rem := &reminders.Handler{Svc: a.reminders, Inv: inv}
+	get(v1, "/reminders/settings", rem.Settings)
+	v1.PUT("/reminders/settings", rem.SetSettings, identity.RequireRole(identity.RoleAdmin))
+	get(v1, "/reminders/upcoming", rem.Upcoming)
+	v1.POST("/invoices/:id/remind", rem.Send)
+	v1.PUT("/invoices/:id/dispute", rem.Dispute)
+	v1.PUT("/customers/:id/hold", rem.Hold)
 }
 
 // sellerRoutes mounts who issues the invoices: every signed-in user reads

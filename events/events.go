@@ -41,10 +41,13 @@ var (
 	InvoicePaid       = register("invoice.paid")
 	InvoiceDeleted    = register("invoice.deleted")
 	InvoiceSent       = register("invoice.sent")
-	CreditNoteIssued  = register("credit_note.issued")
-	CreditNoteSent    = register("credit_note.sent")
-	PaymentRecorded   = register("payment.recorded")
-	PaymentReversed   = register("payment.reversed")
+	// InvoiceReminderSent: the mail server took a reminder of an overdue
+	// invoice (docs/reminders.md).
+	InvoiceReminderSent = register("invoice.reminder_sent")
+	CreditNoteIssued    = register("credit_note.issued")
+	CreditNoteSent      = register("credit_note.sent")
+	PaymentRecorded     = register("payment.recorded")
+	PaymentReversed     = register("payment.reversed")
 )
 
 // Types returns every event type, in the order above.

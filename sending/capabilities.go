@@ -24,16 +24,16 @@ const (
 	uuidSchema = `{"type": "string", "format": "uuid"}`
 	toSchema   = `{"type": "string", "format": "email", "maxLength": 254, "description": "the address to mail; the customer's email when left out"}`
 	pageSchema = `"limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}, "cursor": {"type": "string", "maxLength": 512, "description": "next_cursor of the previous page"}`
-	// sendingSchema is a sending as the capabilities answer it.
-	sendingSchema = `{"type": "object", "required": ["id", "invoice_id", "credit_note_id", "number", "to", "subject", "documents", "message_id", "status", "requested_by", "requested_at", "sent_at", "failed_at"], "properties": {
+	// SendingSchema is a sending as the capabilities answer it.
+	SendingSchema = `{"type": "object", "required": ["id", "invoice_id", "credit_note_id", "number", "to", "subject", "documents", "message_id", "status", "reminder_level", "requested_by", "requested_at", "sent_at", "failed_at"], "properties": {
 		"id": ` + uuidSchema + `, "invoice_id": {"type": ["string", "null"]}, "credit_note_id": {"type": ["string", "null"]},
 		"number": {"type": "string"}, "to": {"type": "string"}, "subject": {"type": "string"},
 		"documents": {"type": "array", "items": {"type": "object", "required": ["format", "filename", "content_type", "size", "sha256"], "properties": {
 			"format": {"type": "string"}, "filename": {"type": "string"}, "content_type": {"type": "string"}, "size": {"type": "integer"}, "sha256": {"type": "string"}}}},
 		"message_id": {"type": "string"}, "status": {"type": "string", "enum": ["queued", "sent", "failed"]},
-		"requested_by": ` + uuidSchema + `, "requested_at": {"type": "string"}, "sent_at": {"type": ["string", "null"]}, "failed_at": {"type": ["string", "null"]},
+		"reminder_level": {"type": ["integer", "null"]}, "requested_by": {"type": ["string", "null"]}, "requested_at": {"type": "string"}, "sent_at": {"type": ["string", "null"]}, "failed_at": {"type": ["string", "null"]},
 		"error": {"type": "string"}}}`
-	listSchema = `{"type": "object", "required": ["data", "has_more", "next_cursor"], "properties": {"data": {"type": "array", "items": ` + sendingSchema + `}, "has_more": {"type": "boolean"}, "next_cursor": {"type": ["string", "null"]}}}`
+	listSchema = `{"type": "object", "required": ["data", "has_more", "next_cursor"], "properties": {"data": {"type": "array", "items": ` + SendingSchema + `}, "has_more": {"type": "boolean"}, "next_cursor": {"type": ["string", "null"]}}}`
 )
 
 // Capabilities returns the sending capabilities over svc, for app/ to
@@ -49,7 +49,7 @@ func Capabilities(svc *Service) []capability.Capability {
 			Description: "Mail an issued (or paid) invoice to its customer: the PDF, or the Factur-X PDF, and the e-invoice XML their einvoice_format asks for, to the customer's email or to. Sending again sends again (a resend). " +
 				"Refused for drafts and void invoices (INVALID_TRANSITION), when neither the customer nor the input has an address (VALIDATION_FAILED on to), and when this server has no mail server (MAIL_NOT_CONFIGURED). Returns the sending: status queued until the mail server takes it, then sent.",
 			InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["invoice_id"], "properties": {"invoice_id": ` + uuidSchema + `, "to": ` + toSchema + `}}`),
-			OutputSchema: json.RawMessage(sendingSchema),
+			OutputSchema: json.RawMessage(SendingSchema),
 			Risk:         capability.RiskBound,
 			Additive:     true,
 			OpenWorld:    true,
@@ -59,7 +59,7 @@ func Capabilities(svc *Service) []capability.Capability {
 			Title:        "Mail a credit note",
 			Description:  "Mail a credit note to the customer of the invoice it corrects, as send-invoice mails an invoice. Returns the sending.",
 			InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["credit_note_id"], "properties": {"credit_note_id": ` + uuidSchema + `, "to": ` + toSchema + `}}`),
-			OutputSchema: json.RawMessage(sendingSchema),
+			OutputSchema: json.RawMessage(SendingSchema),
 			Risk:         capability.RiskBound,
 			Additive:     true,
 			OpenWorld:    true,

@@ -62,11 +62,19 @@ var htmlPage = htmltemplate.Must(htmltemplate.New("html").Parse(
 	`<!doctype html><html lang="{{.Lang}}"><body>{{range .Paragraphs}}<p>{{range $i, $l := .}}{{if $i}}<br>{{end}}{{$l}}{{end}}</p>{{end}}</body></html>`))
 
 // message writes the mail that carries d: its subject, text and HTML, in
-// d's language (English when it has none).
-func message(d *document.Document) (subject, text, html string, err error) {
+// d's language (English when it has none), the standard letter unless
+// write writes another.
+func message(d *document.Document, write Writer) (subject, text, html string, err error) {
 	lang := d.Language
 	if _, ok := letters[lang]; !ok {
 		lang = document.English
+	}
+	if write != nil {
+		if subject, text, err = write(d); err != nil {
+			return "", "", "", err
+		}
+		html, err := htmlOf(lang, text)
+		return subject, text, html, err
 	}
 	data := letterData{Kind: kinds[lang][d.Kind], Number: d.Number, Seller: d.Seller.Name,
 		Date: lang.Date(d.IssueDate), Total: lang.Money(d.Total, d.Currency)}
@@ -88,11 +96,17 @@ func message(d *document.Document) (subject, text, html string, err error) {
 	if err := body.Execute(&b, data); err != nil {
 		return "", "", "", fmt.Errorf("mail text: %w", err)
 	}
+	h, err := htmlOf(lang, b.String())
+	return s.String(), b.String(), h, err
+}
+
+// htmlOf is the HTML alternative of text: its paragraphs, escaped.
+func htmlOf(lang document.Language, text string) (string, error) {
 	var h bytes.Buffer
-	if err := htmlPage.Execute(&h, map[string]any{"Lang": string(lang), "Paragraphs": paragraphs(b.String())}); err != nil {
-		return "", "", "", fmt.Errorf("mail html: %w", err)
+	if err := htmlPage.Execute(&h, map[string]any{"Lang": string(lang), "Paragraphs": paragraphs(text)}); err != nil {
+		return "", fmt.Errorf("mail html: %w", err)
 	}
-	return s.String(), b.String(), h.String(), nil
+	return h.String(), nil
 }
 
 // paragraphs splits text at blank lines, and each paragraph into its lines.

@@ -9,6 +9,7 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/einvoice"
+	"github.com/invoiced/invoiced/events"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/mail"
 	"github.com/invoiced/invoiced/problem"
@@ -53,6 +54,27 @@ type draft struct {
 	invoiceID uuid.UUID
 }
 
+// Actor is whom a sending is recorded and audited as: a user calling a
+// capability, or the service itself (an automatic reminder).
+type Actor struct {
+	UserID   *uuid.UUID
+	Username string
+	Via      capability.Path
+}
+
+// ActorOf is the caller of call.
+func ActorOf(call capability.Call) Actor {
+	id := call.Principal.UserID
+	return Actor{UserID: &id, Username: call.Principal.Username, Via: call.Via}
+}
+
+// System is the service sending on its own: the automatic reminders.
+var System = Actor{Username: "system", Via: capability.PathSystem}
+
+// Writer writes a mail's subject and text for the document it carries,
+// in the document's language; nil is the standard letter (message).
+type Writer func(d *document.Document) (subject, text string, err error)
+
 // SendInvoice is the send-invoice capability (bound): an issued or paid
 // invoice, mailed to in.To or else its customer's address.
 func (s *Service) SendInvoice(ctx context.Context, call capability.Call) (any, error) {
@@ -60,7 +82,17 @@ func (s *Service) SendInvoice(ctx context.Context, call capability.Call) (any, e
 	if err != nil {
 		return nil, err
 	}
-	d, inv, err := invoices.InvoiceDocument(ctx, s.db, in.InvoiceID)
+	dr, err := s.invoiceDraft(ctx, ActorOf(call), in.InvoiceID, in.To, nil)
+	if err != nil {
+		return nil, err
+	}
+	return result(s.record(ctx, ActorOf(call), dr))
+}
+
+// invoiceDraft renders the mail of issued or paid invoice id to to (or
+// its customer's address), written by write.
+func (s *Service) invoiceDraft(ctx context.Context, by Actor, id uuid.UUID, to string, write Writer) (*draft, error) {
+	d, inv, err := invoices.InvoiceDocument(ctx, s.db, id)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +103,7 @@ func (s *Service) SendInvoice(ctx context.Context, call capability.Call) (any, e
 	if inv.BillTo != nil {
 		format = Format(inv.BillTo.EInvoiceFormat)
 	}
-	dr, err := s.prepare(ctx, call, in, d, inv.CustomerID, format, func(f Format) (mail.Attachment, error) {
+	dr, err := s.prepare(ctx, by, to, d, inv.CustomerID, format, write, func(f Format) (mail.Attachment, error) {
 		if f == FormatPDF {
 			return pdf(d)
 		}
@@ -85,7 +117,48 @@ func (s *Service) SendInvoice(ctx context.Context, call capability.Call) (any, e
 		return nil, err
 	}
 	dr.sending.InvoiceID, dr.invoiceID = &inv.ID, inv.ID
-	return result(s.record(ctx, call, dr))
+	return dr, nil
+}
+
+// Reminder is a reminder of an overdue invoice: its level, whom it is
+// sent as, and what its mail says.
+type Reminder struct {
+	InvoiceID uuid.UUID
+	Level     int
+	By        Actor
+	Write     Writer
+}
+
+// PreparedReminder is a reminder rendered (mail and documents), ready to
+// be recorded.
+type PreparedReminder struct {
+	dr *draft
+	by Actor
+}
+
+// PrepareReminder renders r outside any transaction: the documents the
+// customer's e-invoice format asks for, to the customer's address, as
+// send-invoice would, with r's wording. The caller checks whether the
+// invoice may be reminded of (issued, owing, not disputed).
+func (s *Service) PrepareReminder(ctx context.Context, r Reminder) (*PreparedReminder, error) {
+	if err := s.requireMail(); err != nil {
+		return nil, err
+	}
+	dr, err := s.invoiceDraft(ctx, r.By, r.InvoiceID, "", r.Write)
+	if err != nil {
+		return nil, err
+	}
+	level := r.Level
+	dr.sending.ReminderLevel = &level
+	return &PreparedReminder{dr: dr, by: r.By}, nil
+}
+
+// RecordReminderTx records p in tx, with its documents, its mail job and
+// invoice.reminder_sent in the audit chain; false, with nothing written,
+// when the invoice had a reminder of that level already. The caller holds
+// the invoice and has checked it again in tx.
+func (s *Service) RecordReminderTx(ctx context.Context, tx pgx.Tx, p *PreparedReminder) (*Sending, bool, error) {
+	return s.recordTx(ctx, tx, p.by, p.dr)
 }
 
 // SendCreditNote is the send-credit-note capability (bound): a credit
@@ -112,7 +185,7 @@ func (s *Service) SendCreditNote(ctx context.Context, call capability.Call) (any
 	if err != nil {
 		return nil, err
 	}
-	dr, err := s.prepare(ctx, call, in, d, inv.CustomerID, Format(cn.BillTo.EInvoiceFormat), func(f Format) (mail.Attachment, error) {
+	dr, err := s.prepare(ctx, ActorOf(call), in.To, d, inv.CustomerID, Format(cn.BillTo.EInvoiceFormat), nil, func(f Format) (mail.Attachment, error) {
 		if f == FormatPDF {
 			return pdf(d)
 		}
@@ -126,7 +199,7 @@ func (s *Service) SendCreditNote(ctx context.Context, call capability.Call) (any
 		return nil, err
 	}
 	dr.sending.CreditNoteID = &cn.ID
-	return result(s.record(ctx, call, dr))
+	return result(s.record(ctx, ActorOf(call), dr))
 }
 
 // start checks who calls and that this server can send, and reads the input.
@@ -142,10 +215,10 @@ func (s *Service) start(call capability.Call) (sendInput, error) {
 }
 
 // prepare finds the recipient and the documents format (the customer's
-// as the document was issued) asks for, and renders them and the mail,
-// outside any transaction.
-func (s *Service) prepare(ctx context.Context, call capability.Call, in sendInput, d *document.Document, customerID uuid.UUID,
-	format Format, render func(Format) (mail.Attachment, error)) (*draft, error) {
+// as the document was issued) asks for, and renders them and the mail
+// (written by write), outside any transaction.
+func (s *Service) prepare(ctx context.Context, by Actor, to string, d *document.Document, customerID uuid.UUID,
+	format Format, write Writer, render func(Format) (mail.Attachment, error)) (*draft, error) {
 	if err := invoices.RequireSeller(d.Seller); err != nil {
 		return nil, err
 	}
@@ -153,7 +226,6 @@ func (s *Service) prepare(ctx context.Context, call capability.Call, in sendInpu
 	if err != nil {
 		return nil, err
 	}
-	to := in.To
 	if to == "" {
 		to = c.Email
 	}
@@ -162,7 +234,7 @@ func (s *Service) prepare(ctx context.Context, call capability.Call, in sendInpu
 	}
 	id := uuid.Must(uuid.NewV7())
 	sn := &Sending{ID: id, Number: d.Number, To: to, MessageID: id.String() + "@" + s.sender.Domain(),
-		Status: StatusQueued, RequestedBy: call.Principal.UserID, replyTo: d.Seller.Contact.Email}
+		Status: StatusQueued, RequestedBy: by.UserID, replyTo: d.Seller.Contact.Email}
 	for _, f := range formatsFor(format) {
 		a, err := render(f)
 		if err != nil {
@@ -172,7 +244,7 @@ func (s *Service) prepare(ctx context.Context, call capability.Call, in sendInpu
 		sn.Documents = append(sn.Documents, Document{Format: f, Filename: a.Name, ContentType: a.ContentType,
 			Size: len(a.Data), SHA256: hex.EncodeToString(sum[:]), content: a.Data})
 	}
-	if sn.Subject, sn.text, sn.html, err = message(d); err != nil {
+	if sn.Subject, sn.text, sn.html, err = message(d, write); err != nil {
 		return nil, err
 	}
 	return &draft{sending: sn}, nil
@@ -202,7 +274,7 @@ func pdf(d *document.Document) (mail.Attachment, error) {
 // enqueues its mail, in one transaction. An invoice is held (FOR SHARE)
 // and checked again: one voided since it was read is not sent, and
 // sendings of one invoice do not wait on each other.
-func (s *Service) record(ctx context.Context, call capability.Call, dr *draft) (*Sending, error) {
+func (s *Service) record(ctx context.Context, by Actor, dr *draft) (*Sending, error) {
 	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Sending, error) {
 		if dr.sending.InvoiceID != nil {
 			st, err := invoiceStatusShareTx(ctx, tx, dr.invoiceID)
@@ -213,22 +285,32 @@ func (s *Service) record(ctx context.Context, call capability.Call, dr *draft) (
 				return nil, err
 			}
 		}
-		sn := *dr.sending
-		sn.RequestedAt = s.clock()
-		if err := SendingInsertTx(ctx, tx, &sn); err != nil {
-			return nil, err
-		}
-		if err := s.jobs.InsertTx(ctx, tx, sendArgs{SendingID: sn.ID}, nil); err != nil {
-			return nil, err
-		}
-		typ, id := sn.subject()
-		docs := make([]map[string]any, len(sn.Documents))
-		for i, d := range sn.Documents {
-			docs[i] = map[string]any{"format": d.Format, "filename": d.Filename, "sha256": d.SHA256}
-		}
-		// Last: the audit chain's lock is held until commit.
-		return &sn, auditTx(ctx, tx, call, typ+".sent", typ, id, map[string]any{
-			"sending_id": sn.ID, "number": sn.Number, "to": sn.To, "documents": docs, "message_id": sn.MessageID,
-		})
+		sn, _, err := s.recordTx(ctx, tx, by, dr)
+		return sn, err
 	})
+}
+
+// recordTx writes the sending, its documents, its mail job and its audit
+// event in tx; false when it is a reminder of a level sent already.
+func (s *Service) recordTx(ctx context.Context, tx pgx.Tx, by Actor, dr *draft) (*Sending, bool, error) {
+	sn := *dr.sending
+	sn.RequestedAt = s.clock()
+	if ok, err := SendingInsertTx(ctx, tx, &sn); err != nil || !ok {
+		return nil, false, err
+	}
+	if err := s.jobs.InsertTx(ctx, tx, sendArgs{SendingID: sn.ID}, nil); err != nil {
+		return nil, false, err
+	}
+	typ, id := sn.subject()
+	docs := make([]map[string]any, len(sn.Documents))
+	for i, d := range sn.Documents {
+		docs[i] = map[string]any{"format": d.Format, "filename": d.Filename, "sha256": d.SHA256}
+	}
+	data := map[string]any{"sending_id": sn.ID, "number": sn.Number, "to": sn.To, "documents": docs, "message_id": sn.MessageID}
+	event := typ + ".sent"
+	if sn.ReminderLevel != nil {
+		event, data["level"] = string(events.InvoiceReminderSent), *sn.ReminderLevel
+	}
+	// Last: the audit chain's lock is held until commit.
+	return &sn, true, auditTx(ctx, tx, by, event, typ, id, data)
 }

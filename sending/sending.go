@@ -58,13 +58,17 @@ type Sending struct {
 	InvoiceID    *uuid.UUID `json:"invoice_id"`
 	CreditNoteID *uuid.UUID `json:"credit_note_id"`
 	// Number is the invoice's or credit note's.
-	Number      string     `json:"number"`
-	To          string     `json:"to"`
-	Subject     string     `json:"subject"`
-	Documents   []Document `json:"documents"`
-	MessageID   string     `json:"message_id"`
-	Status      Status     `json:"status"`
-	RequestedBy uuid.UUID  `json:"requested_by"`
+	Number    string     `json:"number"`
+	To        string     `json:"to"`
+	Subject   string     `json:"subject"`
+	Documents []Document `json:"documents"`
+	MessageID string     `json:"message_id"`
+	Status    Status     `json:"status"`
+	// ReminderLevel is the reminder level a reminder of an overdue
+	// invoice reminds at (docs/reminders.md); null for a plain sending.
+	ReminderLevel *int `json:"reminder_level"`
+	// RequestedBy is null for an automatic reminder.
+	RequestedBy *uuid.UUID `json:"requested_by"`
 	RequestedAt time.Time  `json:"requested_at"`
 	SentAt      *time.Time `json:"sent_at"`
 	FailedAt    *time.Time `json:"failed_at"`

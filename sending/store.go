@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/audit"
-	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/store"
@@ -22,14 +21,17 @@ func invoiceStatusShareTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (invoice
 	return st, store.MapError(err, "invoice")
 }
 
-// SendingInsertTx records sn and its documents.
-func SendingInsertTx(ctx context.Context, tx pgx.Tx, sn *Sending) error {
-	_, err := tx.Exec(ctx, `INSERT INTO sendings (id, invoice_id, credit_note_id, recipient, subject, body_text, body_html,
-			reply_to, message_id, requested_by, requested_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		sn.ID, sn.InvoiceID, sn.CreditNoteID, sn.To, sn.Subject, sn.text, sn.html, sn.replyTo, sn.MessageID, sn.RequestedBy, sn.RequestedAt)
-	if err != nil {
-		return store.MapError(err, "sending")
+// SendingInsertTx records sn and its documents; false, with nothing
+// written, when sn is a reminder of a level its invoice had already (the
+// unique index decides, so that racing runs send it once).
+func SendingInsertTx(ctx context.Context, tx pgx.Tx, sn *Sending) (bool, error) {
+	tag, err := tx.Exec(ctx, `INSERT INTO sendings (id, invoice_id, credit_note_id, recipient, subject, body_text, body_html,
+			reply_to, message_id, requested_by, requested_at, reminder_level)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		ON CONFLICT (invoice_id, reminder_level) WHERE reminder_level IS NOT NULL DO NOTHING`,
+		sn.ID, sn.InvoiceID, sn.CreditNoteID, sn.To, sn.Subject, sn.text, sn.html, sn.replyTo, sn.MessageID, sn.RequestedBy, sn.RequestedAt, sn.ReminderLevel)
+	if err != nil || tag.RowsAffected() == 0 {
+		return false, store.MapError(err, "sending")
 	}
 	var (
 		pos                         []int
@@ -43,18 +45,18 @@ func SendingInsertTx(ctx context.Context, tx pgx.Tx, sn *Sending) error {
 	_, err = tx.Exec(ctx, `INSERT INTO sending_documents (sending_id, position, format, filename, content_type, sha256, content)
 		SELECT $1, * FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[])`,
 		sn.ID, pos, formats, names, types, sums, contents)
-	return store.MapError(err, "sending documents")
+	return err == nil, store.MapError(err, "sending documents")
 }
 
 const sendingColumns = `s.id, s.invoice_id, s.credit_note_id, coalesce(i.number, c.number), s.recipient, s.subject, s.body_text, s.body_html,
-	s.reply_to, s.message_id, s.requested_by, s.requested_at, s.sent_at, s.failed_at, s.error`
+	s.reply_to, s.message_id, s.requested_by, s.requested_at, s.sent_at, s.failed_at, s.error, s.reminder_level`
 
 const sendingFrom = ` FROM sendings s LEFT JOIN invoices i ON i.id = s.invoice_id LEFT JOIN credit_notes c ON c.id = s.credit_note_id`
 
 func scanSending(row pgx.Row) (*Sending, error) {
 	var sn Sending
 	if err := row.Scan(&sn.ID, &sn.InvoiceID, &sn.CreditNoteID, &sn.Number, &sn.To, &sn.Subject, &sn.text, &sn.html,
-		&sn.replyTo, &sn.MessageID, &sn.RequestedBy, &sn.RequestedAt, &sn.SentAt, &sn.FailedAt, &sn.Error); err != nil {
+		&sn.replyTo, &sn.MessageID, &sn.RequestedBy, &sn.RequestedAt, &sn.SentAt, &sn.FailedAt, &sn.Error, &sn.ReminderLevel); err != nil {
 		return nil, err
 	}
 	switch {
@@ -157,10 +159,11 @@ func documentExists(ctx context.Context, db store.Executor, column string, id uu
 	return store.MapError(db.QueryRow(ctx, `SELECT 1 FROM `+table+` WHERE id = $1`, id).Scan(new(int)), what)
 }
 
-func auditTx(ctx context.Context, tx pgx.Tx, call capability.Call, typ, subjectType, id string, data any) error {
-	_, err := audit.AppendTx(ctx, tx, audit.Event{
-		Type: typ, ActorID: call.Principal.UserID.String(), Actor: call.Principal.Username, Via: string(call.Via),
-		SubjectType: subjectType, SubjectID: id, Data: data,
-	})
+func auditTx(ctx context.Context, tx pgx.Tx, by Actor, typ, subjectType, id string, data any) error {
+	ev := audit.Event{Type: typ, Actor: by.Username, Via: string(by.Via), SubjectType: subjectType, SubjectID: id, Data: data}
+	if by.UserID != nil {
+		ev.ActorID = by.UserID.String()
+	}
+	_, err := audit.AppendTx(ctx, tx, ev)
 	return err
 }

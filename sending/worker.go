@@ -80,8 +80,11 @@ func (w *sendWorker) Work(ctx context.Context, job *river.Job[sendArgs]) error {
 		}
 		sn.Status, sn.SentAt = StatusSent, &at
 		typ := events.InvoiceSent
-		if sn.CreditNoteID != nil {
+		switch {
+		case sn.CreditNoteID != nil:
 			typ = events.CreditNoteSent
+		case sn.ReminderLevel != nil:
+			typ = events.InvoiceReminderSent
 		}
 		if err := w.s.emit.EmitTx(ctx, tx, events.New(typ, at, sn)); err != nil {
 			return err
