@@ -166,6 +166,12 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/v1/allowances", idNone},
 	{"GET", "/v1/allowances/{}", idAllowance},
 	{"POST", "/v1/allowances/{}/revoke", idAllowance},
+	{"GET", "/v1/reminders/settings", idNone},
+	{"PUT", "/v1/reminders/settings", idNone},
+	{"GET", "/v1/reminders/upcoming", idNone},
+	{"POST", "/v1/invoices/{}/remind", idIssued},
+	{"PUT", "/v1/invoices/{}/dispute", idIssued},
+	{"PUT", "/v1/customers/{}/hold", idCustomer},
 }
 
 // fuzzInput is one fuzzed request.
@@ -710,6 +716,32 @@ func settlementSeeds(add func(method, path string, role uint8, query, body strin
 	}
 	for _, q := range []string{"overdue=true", "overdue=false", "overdue=yes", "overdue=1"} {
 		add("GET", "/v1/invoices", 0, q, "")
+	}
+	reminderSeeds(add)
+}
+
+// reminderSeeds adds seeds for the reminders: settings, upcoming, by
+// hand, disputes and holds.
+func reminderSeeds(add func(method, path string, role uint8, query, body string)) {
+	for _, b := range []string{
+		`{"automatic":true,"levels":[{"days_past_due":-1,"wording":{}}]}`,
+		`{"levels":[{"days_past_due":7,"wording":{"en":{"subject":"{{.X}}","body":"{{"},"es":{"subject":"a","body":"b"}}}],"stop_after_level":9}`,
+		`{"levels":[]}`, `{"levels":null,"automatic":"yes"}`,
+	} {
+		add("PUT", "/v1/reminders/settings", 0, "", b)
+		add("PUT", "/v1/reminders/settings", 1, "", b)
+	}
+	for _, q := range []string{"limit=1", "limit=0", "cursor=abc", "level=1"} {
+		add("GET", "/v1/reminders/upcoming", 1, q, "")
+	}
+	for _, b := range []string{`{}`, `{"level":1}`, `{"level":0}`, `{"level":"1"}`, `{"to":"x@fuzz.example"}`} {
+		add("POST", "/v1/invoices/{}/remind", 1, "", b)
+	}
+	for _, b := range []string{`{"disputed":true,"reason":"fz"}`, `{"disputed":"no"}`, `{}`} {
+		add("PUT", "/v1/invoices/{}/dispute", 1, "", b)
+	}
+	for _, b := range []string{`{"on_hold":true}`, `{"on_hold":false,"reason":1}`, `{"hold":true}`} {
+		add("PUT", "/v1/customers/{}/hold", 1, "", b)
 	}
 }
 
