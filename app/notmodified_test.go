@@ -77,6 +77,7 @@ func TestEveryETagHonoursIfNoneMatch(t *testing.T) {
 		"get-webhook-endpoint":     {"/v1/webhook-endpoints/" + endpoint.ID, adminTok, nil},
 		"get-seller":               {"/v1/seller", clerkTok, nil},
 		"get-allowance":            {"/v1/allowances/" + allowance.ID, clerkTok, nil},
+		"get-reminder-settings":    {"/v1/reminders/settings", clerkTok, nil},
 		"page-invoice-pdf":         {"/invoices/" + draft.ID.String() + "/pdf", "", byCookie},
 	}
 

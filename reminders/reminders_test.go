@@ -76,7 +76,7 @@ func (b *bundle) issued(t *testing.T, c *invoices.Customer, days int) *invoices.
 
 // at sets the clock to noon of the day days after today.
 func (b *bundle) at(days int) {
-	b.clock.Advance(b.today.AddDate(0, 0, days).Add(12*time.Hour).Sub(b.clock.Now()))
+	b.clock.Advance(b.today.AddDate(0, 0, days).Add(12 * time.Hour).Sub(b.clock.Now()))
 }
 
 func (b *bundle) settings(t *testing.T) reminders.Settings {
