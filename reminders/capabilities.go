@@ -45,7 +45,8 @@ const (
 func Capabilities(svc *Service) []capability.Capability {
 	return []capability.Capability{
 		{Descriptor: capability.Descriptor{
-			Name: CapUpcoming,
+			Name:  CapUpcoming,
+			Title: "List the reminders ahead",
 			Description: "List the reminders ahead, soonest first: for each overdue or soon overdue invoice that owes, the level its next reminder is at, the day it falls due (on), " +
 				"to whom it goes, and whether the automatic reminders will send it (automatic). Disputed invoices, customers on hold and customers without an email get none and are not listed. " +
 				"Returns {as_of, automatic (whether automatic reminders are on), data, has_more, next_cursor}.",
@@ -54,16 +55,21 @@ func Capabilities(svc *Service) []capability.Capability {
 			Risk:         capability.RiskRead,
 		}, Handler: svc.Upcoming},
 		{Descriptor: capability.Descriptor{
-			Name: CapSend,
+			Name:  CapSend,
+			Title: "Remind a customer of an overdue invoice",
 			Description: "Mail the customer a reminder of an overdue invoice, with its PDF (and the e-invoice their format asks for), in their language, worded as the reminder level says. " +
 				"level defaults to the level the invoice is due for (see list-upcoming-reminders). Each level is sent once per invoice: REMINDER_ALREADY_SENT otherwise. " +
 				"Refused for an invoice not overdue (INVOICE_NOT_OVERDUE), disputed (INVOICE_DISPUTED) or of a customer on hold (CUSTOMER_ON_HOLD). Returns the sending, queued.",
 			InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["invoice_id"], "properties": {"invoice_id": ` + uuidSchema + `, "level": {"type": "integer", "minimum": 1, "maximum": 10}}}`),
 			OutputSchema: json.RawMessage(sending.SendingSchema),
 			Risk:         capability.RiskBound,
+			Additive:     true,
+			OpenWorld:    true,
 		}, Handler: svc.SendReminder},
 		{Descriptor: capability.Descriptor{
 			Name:         CapDispute,
+			Title:        "Mark an invoice disputed, or the dispute resolved",
+			Idempotent:   true,
 			Description:  "Record that the customer disputes an invoice (disputed true, with the reason), or that the dispute is resolved (false). A disputed invoice gets no reminder. Returns the dispute: {set, reason, since, set_by}.",
 			InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["invoice_id", "disputed"], "properties": {"invoice_id": ` + uuidSchema + `, "disputed": {"type": "boolean"}, "reason": ` + reasonSchema + `}}`),
 			OutputSchema: json.RawMessage(flagSchema),
@@ -71,6 +77,8 @@ func Capabilities(svc *Service) []capability.Capability {
 		}, Handler: svc.SetDispute},
 		{Descriptor: capability.Descriptor{
 			Name:         CapHold,
+			Title:        "Put a customer on hold, or release the hold",
+			Idempotent:   true,
 			Description:  "Put a customer on hold (on_hold true, with the reason): none of their invoices gets a reminder until the hold is released (false). Returns the hold: {set, reason, since, set_by}.",
 			InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["customer_id", "on_hold"], "properties": {"customer_id": ` + uuidSchema + `, "on_hold": {"type": "boolean"}, "reason": ` + reasonSchema + `}}`),
 			OutputSchema: json.RawMessage(flagSchema),
