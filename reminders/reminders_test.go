@@ -106,11 +106,15 @@ func (b *bundle) automatic(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 }
 
-func (b *bundle) run(t *testing.T) reminders.RunResult {
+// run runs the automatic reminders' job as its River periodic job does
+// and returns how many reminders exist then. The periodic job itself may
+// run at the same moment (it runs at start, on the fake clock): counting
+// what exists, not what this run sent, holds either way.
+func (b *bundle) run(t *testing.T) int {
 	t.Helper()
-	res, err := b.h.App.Reminders().RunDue(b.ctx)
+	_, err := b.h.App.Reminders().RunDue(b.ctx)
 	require.NoError(t, err)
-	return res
+	return b.count(t, `SELECT count(*) FROM sendings WHERE reminder_level IS NOT NULL`)
 }
 
 func (b *bundle) count(t *testing.T, q string, args ...any) int {
@@ -161,15 +165,15 @@ func TestRemindersOnTheirDayInTheCustomersLanguage(t *testing.T) {
 
 	// Off until an admin turns them on.
 	b.at(17)
-	require.Equal(t, reminders.RunResult{}, b.run(t))
+	require.Equal(t, 0, b.run(t))
 	b.automatic(t)
 
 	// Level 1 falls due 7 days past the due date: not on the 6th.
 	b.at(16)
-	require.Equal(t, 0, b.run(t).Sent)
+	require.Equal(t, 0, b.run(t))
 	b.at(17)
-	require.Equal(t, 3, b.run(t).Sent)
-	require.Equal(t, 0, b.run(t).Sent, "a second run the same day sends nothing again")
+	require.Equal(t, 3, b.run(t))
+	require.Equal(t, 3, b.run(t), "a second run the same day sends nothing again")
 	msgs := b.smtp.Wait(t, 3, 20*time.Second)
 	require.Len(t, msgs, 3)
 
@@ -229,9 +233,9 @@ func TestRemindersOnTheirDayInTheCustomersLanguage(t *testing.T) {
 	r = b.h.Do(t, http.MethodPost, "/v1/invoices/"+invFR.ID.String()+"/mark-paid", b.clerk, nil)
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 	b.at(30)
-	require.Equal(t, 0, b.run(t).Sent)
+	require.Equal(t, 3, b.run(t))
 	b.at(31)
-	require.Equal(t, 2, b.run(t).Sent)
+	require.Equal(t, 5, b.run(t))
 	b.smtp.Wait(t, 5, 20*time.Second)
 	require.Equal(t, "Zweite Mahnung: Rechnung "+*invDE.Number+" von Nordlicht Consulting GmbH", b.to("buchhaltung@mueller.example")[1].Subject)
 	require.Contains(t, b.to("buchhaltung@mueller.example")[1].Text, "seit 21 Tagen überfällig")
@@ -242,7 +246,7 @@ func TestRemindersOnTheirDayInTheCustomersLanguage(t *testing.T) {
 	// highest level it reached (2), not every level on the way.
 	r = b.h.Do(t, http.MethodPut, "/v1/invoices/"+disputed.ID.String()+"/dispute", b.clerk, map[string]any{"disputed": false})
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
-	require.Equal(t, 1, b.run(t).Sent)
+	require.Equal(t, 6, b.run(t))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM sendings WHERE invoice_id = $1 AND reminder_level = 2`, disputed.ID))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM audit_events WHERE type = 'invoice.dispute_resolved'`))
 }
@@ -303,7 +307,8 @@ func TestConcurrentRunsSendEachReminderOnce(t *testing.T) {
 	for s := range sent {
 		total += s
 	}
-	require.Equal(t, n, total, "the runs together sent each reminder once")
+	// The periodic job may have sent some at the same moment.
+	require.LessOrEqual(t, total, n, "the runs together sent each reminder at most once")
 	require.Equal(t, n, b.count(t, `SELECT count(*) FROM sendings WHERE reminder_level = 1`))
 	require.Equal(t, n, b.count(t, `SELECT count(*) FROM audit_events WHERE type = 'invoice.reminder_sent'`))
 	b.smtp.Wait(t, n, 20*time.Second)
@@ -456,7 +461,7 @@ func TestUpcoming(t *testing.T) {
 	in["automatic"], in["stop_after_level"] = true, 1
 	r = b.h.Do(t, http.MethodPut, "/v1/reminders/settings", b.admin, in)
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
-	require.Equal(t, 1, b.run(t).Sent)
+	require.Equal(t, 1, b.run(t))
 	r = b.h.Do(t, http.MethodPost, "/v1/capabilities/list-upcoming-reminders/invoke", b.clerk, map[string]any{"input": map[string]any{"limit": 1}})
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 	var out struct {
