@@ -46,6 +46,7 @@ Usage:
   invoiced policy list|set|delete            how many approvers a request needs (admins)
   invoiced allowances list|show|revoke       standing allowances; revoke one (approvers, admins)
   invoiced seller show|set                   who issues the invoices (set: admins)
+  invoiced reminders show|set                reminder levels, automatic reminders (set: admins)
   invoiced webhooks add|list|disable|enable|rotate-secret|deliveries|redeliver
                                              manage webhook endpoints
   invoiced healthcheck                       exit 0 when the local server is ready
@@ -80,6 +81,8 @@ func run(ctx context.Context, args []string, env env, stdin io.Reader, stdout, s
 		err = cmdAllowances(ctx, env, args[1:], stdout, stderr)
 	case "seller":
 		err = cmdSeller(ctx, env, args[1:], stdin, stdout, stderr)
+	case "reminders":
+		err = cmdReminders(ctx, env, args[1:], stdin, stdout, stderr)
 	case "audit":
 		err = cmdAudit(ctx, env, args[1:], stdout, stderr)
 	case "webhooks":
