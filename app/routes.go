@@ -187,7 +187,7 @@ func (a *App) oauthRoutes(e *echo.Echo) {
 	get(e, "/.well-known/oauth-protected-resource/mcp", o.ResourceMetadata)
 	get(e, "/.well-known/oauth-authorization-server", o.ServerMetadata)
 	e.POST("/oauth/register", o.Register)
-	e.GET("/oauth/authorize", o.Authorize)
+	get(e, "/oauth/authorize", o.Authorize)
 	e.POST("/oauth/token", o.Token)
 	e.POST("/oauth/revoke", o.Revoke)
 }
