@@ -39,9 +39,9 @@ func TestWaitWakesAcrossReplicasAfterADatabaseRestart(t *testing.T) {
 
 	done := make(chan *apptest.Response, 1)
 	start := time.Now()
-	go func() { done <- a.Do(t, "GET", "/v1/approvals/"+id+"?wait=60s", clerkTok, nil) }()
-	require.Eventually(t, func() bool { return waiting(a) }, 5*time.Second, 5*time.Millisecond)
-	resp := b.Do(t, "POST", "/v1/approvals/"+id+"/approve", bobTok, nil)
+	go func() { done <- untilAvailable(t, a, "GET", "/v1/approvals/"+id+"?wait=60s", clerkTok) }()
+	require.Eventually(t, func() bool { return waiting(a) }, 15*time.Second, 5*time.Millisecond)
+	resp := untilAvailable(t, b, "POST", "/v1/approvals/"+id+"/approve", bobTok)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(resp.Body))
 
 	r := <-done
@@ -51,3 +51,20 @@ func TestWaitWakesAcrossReplicasAfterADatabaseRestart(t *testing.T) {
 	require.Equal(t, approvals.StatusApproved, got.Status)
 	require.Less(t, time.Since(start), 30*time.Second, "woken by the decision, not by the 60 s timeout")
 }
+
+// untilAvailable sends a request again while it is answered 503 with a
+// Retry-After, as a client does: a pool's connections from before the
+// restart fail once each (503, nothing written) before the pool replaces
+// them. A 503 without Retry-After is returned, for the caller to fail on.
+// It runs on other goroutines than the test's, so it asserts nothing.
+func untilAvailable(t *testing.T, h *apptest.Harness, method, path, token string) *apptest.Response {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r := h.Do(t, method, path, token, nil)
+		if r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" || time.Now().After(deadline) {
+			return r
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
