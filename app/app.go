@@ -22,6 +22,7 @@ import (
 	"github.com/invoiced/invoiced/origins"
 	"github.com/invoiced/invoiced/outbox"
 	"github.com/invoiced/invoiced/reminders"
+	"github.com/invoiced/invoiced/schedules"
 	"github.com/invoiced/invoiced/seller"
 	"github.com/invoiced/invoiced/sending"
 	"github.com/invoiced/invoiced/steploop"
@@ -112,10 +113,11 @@ type App struct {
 	notify     *notify.Service
 	webhooks   *webhooks.Service
 
-	caps     *capability.Registry
-	invoices *invoices.Service
-	sellers  *seller.Service
-	sending  *sending.Service
+	caps      *capability.Registry
+	invoices  *invoices.Service
+	schedules *schedules.Service
+	sellers   *seller.Service
+	sending   *sending.Service
 	// reminders: the customer reminders (dunning) and their periodic job.
 	reminders *reminders.Service
 	chat      *steploop.Service
@@ -139,11 +141,12 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	// freezes the seller into the invoice or credit note.
 	a.invoices = invoices.NewService(pool, a.approvalGate, a.events, cfg.Invoices)
 	a.sellers = seller.NewService(pool, nil)
+	a.schedules = schedules.NewService(pool, schedules.Config{BusinessTimeZone: cfg.Invoices.BusinessTimeZone, Now: cfg.Invoices.Now})
 	a.sending = sending.New(pool, a.events, a.events, sending.Config{Sender: cfg.Notify.Sender, Now: cfg.Invoices.Now})
 	a.reminders = reminders.New(pool, a.sending, reminders.Config{Today: a.invoices.BusinessToday, Now: cfg.Invoices.Now, Log: log})
 	a.caps = capability.NewRegistry()
 	for _, c := range slices.Concat(invoices.Capabilities(a.invoices), sending.Capabilities(a.sending),
-		allowances.Capabilities(a.allowances), reminders.Capabilities(a.reminders)) {
+		allowances.Capabilities(a.allowances), reminders.Capabilities(a.reminders), schedules.Capabilities(a.schedules)) {
 		if err := a.caps.Register(c); err != nil {
 			a.Close()
 			return nil, err
@@ -262,6 +265,9 @@ func (a *App) ApprovalGate() *approvals.Gate { return a.approvalGate }
 
 // Capabilities is the registry every path runs capabilities through.
 func (a *App) Capabilities() *capability.Registry { return a.caps }
+
+// Schedules is the recurring invoices' service the CLI and tests use.
+func (a *App) Schedules() *schedules.Service { return a.schedules }
 
 // Allowances is the standing allowances' service the CLI and tests use.
 func (a *App) Allowances() *allowances.Service { return a.allowances }

@@ -28,6 +28,10 @@ const (
 	// outlives its replay window, and how late a run whose replica died is
 	// stored when nobody asks for it: 30 s.
 	chatRunSweepInterval = 30 * time.Second
+	// scheduleRunInterval bounds how late in its first day a period's
+	// draft appears; a run with nothing due reads the live schedules
+	// and their runs only.
+	scheduleRunInterval = 5 * time.Minute
 	// housekeepingInterval is for rows nobody waits on (used
 	// confirmations, idempotency keys past 24 h, dead sessions): 5 min.
 	housekeepingInterval = 5 * time.Minute
@@ -101,6 +105,10 @@ func (a *App) startBackground(ctx context.Context, cfg Config, ctl *confirm.Cont
 			}},
 			{Name: "web-sessions", Every: housekeepingInterval, Run: func(ctx context.Context) error {
 				_, err := web.SessionSweep(ctx, a.pool, sessionIdle)
+				return err
+			}},
+			{Name: "schedules", Every: scheduleRunInterval, Run: func(ctx context.Context) error {
+				_, err := a.schedules.Run(ctx)
 				return err
 			}},
 			{Name: "oauth", Every: housekeepingInterval, Run: func(ctx context.Context) error {

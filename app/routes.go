@@ -17,6 +17,7 @@ import (
 	"github.com/invoiced/invoiced/oauth"
 	"github.com/invoiced/invoiced/openapi"
 	"github.com/invoiced/invoiced/reminders"
+	"github.com/invoiced/invoiced/schedules"
 	"github.com/invoiced/invoiced/seller"
 	"github.com/invoiced/invoiced/sending"
 	"github.com/invoiced/invoiced/steploop"
@@ -46,6 +47,7 @@ func (a *App) Routes(e *echo.Echo) {
 	a.userRoutes(v1)
 	a.invoiceRoutes(v1)
 	a.sellerRoutes(v1)
+	a.scheduleRoutes(v1)
 	a.approvalRoutes(e, v1)
 	a.webhookRoutes(v1)
 	a.oauthRoutes(e)
@@ -158,6 +160,17 @@ func (a *App) approvalRoutes(e *echo.Echo, v1 *echo.Group) {
 	get(v1, "/allowances", al.List)
 	get(v1, "/allowances/:id", al.Get)
 	v1.POST("/allowances/:id/revoke", al.Revoke)
+}
+
+// scheduleRoutes mounts the recurring invoices: created and listed by
+// capability, deleted by writers (the service checks).
+func (a *App) scheduleRoutes(v1 *echo.Group) {
+	sh := &schedules.Handler{Caps: &caphttp.Handler{Registry: a.caps}, Svc: a.schedules}
+	v1.POST("/schedules", sh.Create)
+	get(v1, "/schedules", sh.List)
+	get(v1, "/schedules/:id", sh.Get)
+	v1.DELETE("/schedules/:id", sh.Delete)
+	get(v1, "/schedules/:id/runs", sh.Runs)
 }
 
 // webhookRoutes mounts the webhook endpoints and their deliveries: admins

@@ -46,7 +46,6 @@ const (
 	// quantitySchema: 14 whole digits stay within quantity.Quantity's
 	// ±922,337,203,685,477.
 	quantitySchema = `{"type": ["string", "integer"], "pattern": "^[0-9]{1,14}(\\.[0-9]{1,4})?$", "minimum": 1, "maximum": 99999999999999, "description": "a decimal with at most 4 decimals, as a string (\"7.5\", \"0.125\"); a whole number may be sent as a JSON integer"}`
-	linesSchema    = `{"type": "array", "maxItems": 1000, "items": ` + lineSchema + `}`
 	memoSchema     = `{"type": "string", "format": "plain-text", "maxLength": 2000, "description": "free text; line breaks allowed, no bidirectional or other control characters"}`
 	dueDateSchema  = `{"type": ["string", "null"], "format": "date", "description": "YYYY-MM-DD, not before the issue date"}`
 	termsSchema    = `"supply_date": {"type": ["string", "null"], "format": "date", "description": "YYYY-MM-DD the goods or services were supplied, where not the issue date"},
@@ -180,3 +179,9 @@ func invoiceCapabilities(svc *Service) []capability.Capability {
 		}, Handler: svc.Delete},
 	}
 }
+
+// LinesSchema is the JSON Schema of an invoice's lines, for what holds
+// templates of them (a schedule's lines).
+const LinesSchema = linesSchema
+
+const linesSchema = `{"type": "array", "maxItems": 1000, "items": ` + lineSchema + `}`
