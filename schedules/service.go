@@ -59,7 +59,8 @@ func (s *Service) today(now time.Time) invoices.Date {
 // maxTermsDays bounds payment terms: a year net is the longest in use.
 const maxTermsDays = 365
 
-type createInput struct {
+// CreateInput is a schedule as its author sends it.
+type CreateInput struct {
 	CustomerID       uuid.UUID            `json:"customer_id"`
 	Currency         *string              `json:"currency"`
 	Every            string               `json:"every"`
@@ -78,7 +79,7 @@ func (s *Service) CreateCap(ctx context.Context, call capability.Call) (any, err
 	if err := invoices.RequireWriter(call.Principal); err != nil {
 		return nil, err
 	}
-	var in createInput
+	var in CreateInput
 	if err := json.Unmarshal(call.Input, &in); err != nil {
 		return nil, fmt.Errorf("%s: decode effective input: %w", call.Name, err)
 	}
@@ -87,7 +88,7 @@ func (s *Service) CreateCap(ctx context.Context, call capability.Call) (any, err
 
 // check builds the schedule in describes, naming every invalid field;
 // the customer, its currency and the allowance are checked against db.
-func (s *Service) check(ctx context.Context, db store.Executor, in createInput) (*Schedule, error) {
+func (s *Service) check(ctx context.Context, db store.Executor, in CreateInput) (*Schedule, error) {
 	var bad []problem.FieldError
 	fail := func(field, format string, args ...any) {
 		bad = append(bad, problem.FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
@@ -127,7 +128,7 @@ func (s *Service) check(ctx context.Context, db store.Executor, in createInput) 
 	}
 	if len(in.Lines) == 0 {
 		fail("lines", "must hold at least one line")
-	} else if _, _, _, _, err := invoices.ComputeLines(in.Lines); err != nil {
+	} else if lines, _, _, _, err := invoices.ComputeLines(in.Lines); err != nil {
 		// The invoice's own rules, on the template: a period's draft
 		// differs only in the descriptions' placeholder.
 		pe, ok := problem.As(err)
@@ -135,6 +136,12 @@ func (s *Service) check(ctx context.Context, db store.Executor, in createInput) 
 			return nil, err
 		}
 		bad = append(bad, pe.Errors...)
+	} else {
+		// Stored with their defaults (unit, VAT category) applied, as
+		// every period's draft will have them.
+		for i, l := range lines {
+			sc.Lines[i] = l.Input()
+		}
 	}
 	switch in.Issue {
 	case IssueNever:
@@ -183,7 +190,7 @@ func (s *Service) check(ctx context.Context, db store.Executor, in createInput) 
 }
 
 // Create checks in and stores it as a schedule p created, arriving by via.
-func (s *Service) Create(ctx context.Context, p identity.Principal, via capability.Path, in createInput) (*Schedule, error) {
+func (s *Service) Create(ctx context.Context, p identity.Principal, via capability.Path, in CreateInput) (*Schedule, error) {
 	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Schedule, error) {
 		sc, err := s.check(ctx, tx, in)
 		if err != nil {
