@@ -50,6 +50,7 @@ const (
 	idPayment
 	idCreditNote
 	idAllowance
+	idSchedule
 )
 
 // fuzzRoute is one route of openapi/openapi.yaml; "{}" marks the path
@@ -172,6 +173,11 @@ var fuzzRoutes = []fuzzRoute{
 	{"POST", "/v1/invoices/{}/remind", idIssued},
 	{"PUT", "/v1/invoices/{}/dispute", idIssued},
 	{"PUT", "/v1/customers/{}/hold", idCustomer},
+	{"POST", "/v1/schedules", idNone},
+	{"GET", "/v1/schedules", idNone},
+	{"GET", "/v1/schedules/{}", idSchedule},
+	{"DELETE", "/v1/schedules/{}", idSchedule},
+	{"GET", "/v1/schedules/{}/runs", idSchedule},
 }
 
 // fuzzInput is one fuzzed request.
@@ -203,6 +209,7 @@ type fuzzEnv struct {
 	payment   string
 	credit    string
 	allowance string
+	schedule  string
 	capNames  []string
 	client    *http.Client
 	stackLike *regexp.Regexp
@@ -300,6 +307,7 @@ func fuzzSetup(t testing.TB) *fuzzEnv {
 	env.rule = policy.Rules[0].ID
 	env.settle(t, clerk, approver)
 	env.allow(t, clerk, approver)
+	env.schedule = env.scheduled(t, clerk)
 	return env
 }
 
@@ -321,6 +329,19 @@ func (env *fuzzEnv) allow(t testing.TB, clerk, approver string) {
 	var out struct{ ID string }
 	resp.JSON(t, &out)
 	env.allowance = out.ID
+}
+
+// scheduled creates a schedule whose first period is far ahead, so no
+// run drafts from it during the fuzz, and returns its id.
+func (env *fuzzEnv) scheduled(t testing.TB, clerk string) string {
+	t.Helper()
+	body := map[string]any{"customer_id": env.customer, "every": "1 month", "start": "2099-01-31", "issue": "never",
+		"lines": []map[string]any{{"description": "Hosting {period}", "quantity": "1", "unit_amount": 100}}}
+	resp := env.h.Do(t, "POST", "/v1/schedules", clerk, body)
+	require.Equal(t, 201, resp.StatusCode, string(resp.Body))
+	var out struct{ ID string }
+	resp.JSON(t, &out)
+	return out.ID
 }
 
 // settle issues an invoice with a payment and a credit note on it, for
@@ -372,7 +393,8 @@ func (env *fuzzEnv) fingerprint(t testing.TB) string {
 		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM payments),
 		(SELECT count(*) FROM credit_notes),
 		(SELECT coalesce(sum(version), 0) FROM seller),
-		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM allowances)) || '#' || concat_ws('|',
+		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM allowances),
+		(SELECT count(*) || ':' || count(deleted_at) FROM schedules)) || '#' || concat_ws('|',
 		(SELECT count(*) FROM audit_events),
 		(SELECT count(*) || ':' || count(*) FILTER (WHERE status IN ('pending', 'approved')) FROM approval_requests))`).Scan(&fp)
 	require.NoError(t, err)
@@ -418,6 +440,8 @@ func (env *fuzzEnv) pathFor(r fuzzRoute, in fuzzInput) string {
 			arg = env.credit
 		case idAllowance:
 			arg = env.allowance
+		case idSchedule:
+			arg = env.schedule
 		}
 	case in.idSel == 1:
 		arg = url.PathEscape(in.pathArg)
@@ -661,6 +685,16 @@ func fuzzSeeds() []fuzzInput {
 		add("GET", "/v1/allowances", 1, q, "")
 	}
 	add("POST", "/v1/allowances/{}/revoke", 1, "", `{"reason":"x"}`)
+	for _, b := range []string{
+		`{"customer_id":"00000000-0000-0000-0000-000000000000","every":"0 months","start":"2099-02-30","issue":"never","lines":[]}`,
+		`{"every":"1 fortnight","day_of_month":32,"start":"2099-01-01","end":"2098-01-01","issue":"sometimes","lines":[{"description":"x","quantity":"-1","unit_amount":1e400}]}`,
+		`{}`, `null`, `[]`,
+	} {
+		add("POST", "/v1/schedules", 1, "", b)
+		add("POST", "/v1/schedules", 2, "", b)
+	}
+	add("DELETE", "/v1/schedules/{}", 2, "", "")
+	add("GET", "/v1/schedules/{}/runs", 1, "limit=0", "")
 	add("POST", "/v1/allowances/{}/revoke", 2, "", "{\"reason\":\"\u202e\"}")
 	settlementSeeds(add)
 	for _, b := range []string{
