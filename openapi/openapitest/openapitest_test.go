@@ -100,7 +100,7 @@ func TestMismatchesAreFoundAndNamed(t *testing.T) {
 				status: 201, header: map[string]string{"Content-Type": "application/json", "X-Request-Id": "r1", "ETag": `"1"`, "Location": "/v1/customers/x"},
 				answer: `{"id":"0190d3f0-0000-7000-8000-000000000002","name":"Acme","email":"","currency":"EUR",` +
 					`"address":{"lines":[],"postcode":"","city":"","subdivision":"","country":""},"vat_id":"","tax_number":"","buyer_reference":"",` +
-					`"language":"en","payment_terms_days":null,"version":1,"created_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z"}`},
+					`"language":"en","payment_terms_days":null,"einvoice_format":"none","peppol_id":"","version":1,"created_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z"}`},
 			want: []string{"POST /v1/customers answered 201 to a request create-customer refuses", "text/plain"},
 		},
 		"a request the document refuses, refused": {
