@@ -1,17 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/etag"
-	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/reminders"
-	"github.com/invoiced/invoiced/server"
 )
 
 const remindersUsage = `Usage:
@@ -45,7 +42,7 @@ func cmdRemindersShow(ctx context.Context, e env, args []string, stdout, stderr 
 	if fs.NArg() > 0 {
 		return usageError(fs, "%q is one word too many: reminders show takes none", fs.Arg(0))
 	}
-	pool, err := sellerPool(ctx, e)
+	pool, err := smallPool(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -81,37 +78,12 @@ func cmdRemindersSet(ctx context.Context, e env, args []string, stdin io.Reader,
 			"\n"+
 			"  invoiced reminders show > reminders.json   # edit reminders.json, then\n"+
 			"  invoiced reminders set --as admin --file reminders.json", stderr)
-	as := fs.String("as", "", "username of the admin making the change (required; audited)")
-	file := fs.String("file", "-", "the JSON file to read; - is standard input")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *as == "" {
-		return usageError(fs, "--as is required: the username of the admin making the change, as in --as admin")
-	}
-	if fs.NArg() > 0 {
-		return usageError(fs, "%q is not a flag; give the JSON with --file PATH or on standard input", fs.Arg(0))
-	}
-	raw, err := readSellerFile(*file, stdin)
-	if err != nil {
-		return err
-	}
 	var in remindersFile
-	if err := server.DecodeJSONReader(bytes.NewReader(raw), &in); err != nil {
-		if p, ok := problem.As(err); ok && p.Code == problem.CodeMalformedJSON {
-			return fmt.Errorf("%s is not JSON (%s): give the settings as `invoiced reminders show` prints them", sourceName(*file), p.Detail)
-		}
-		return err
-	}
-	pool, err := sellerPool(ctx, e)
+	pool, u, err := adminChange(ctx, e, fs, args, stdin, "the settings as `invoiced reminders show` prints them", &in)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	u, err := identity.UserGetByUsername(ctx, pool, *as)
-	if err != nil {
-		return err
-	}
 	input := reminders.Input{Automatic: in.Automatic, StopAfterLevel: in.StopAfterLevel}
 	for _, l := range in.Levels {
 		input.Levels = append(input.Levels, l.LevelInput)

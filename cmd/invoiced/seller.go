@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -41,8 +42,9 @@ func cmdSeller(ctx context.Context, e env, args []string, stdin io.Reader, stdou
 	return subcommandError(stderr, "seller", args, sellerUsage)
 }
 
-// sellerPool opens a small pool for one seller command.
-func sellerPool(ctx context.Context, e env) (*pgxpool.Pool, error) {
+// smallPool opens a small pool for one command that reads or sets a
+// record (the seller, the reminder settings).
+func smallPool(ctx context.Context, e env) (*pgxpool.Pool, error) {
 	return store.Open(ctx, store.PoolConfig{URL: e.get("DATABASE_URL", ""), MaxConns: 2})
 }
 
@@ -58,7 +60,7 @@ func cmdSellerShow(ctx context.Context, e env, args []string, stdout, stderr io.
 	if fs.NArg() > 0 {
 		return usageError(fs, "%q is one word too many: seller show takes none", fs.Arg(0))
 	}
-	pool, err := sellerPool(ctx, e)
+	pool, err := smallPool(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -160,37 +162,12 @@ func cmdSellerSet(ctx context.Context, e env, args []string, stdin io.Reader, st
 			"\n"+
 			"  invoiced seller show --json > seller.json   # edit seller.json, then\n"+
 			"  invoiced seller set --as admin --file seller.json", stderr)
-	as := fs.String("as", "", "username of the admin making the change (required; audited)")
-	file := fs.String("file", "-", "the JSON file to read; - is standard input")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *as == "" {
-		return usageError(fs, "--as is required: the username of the admin making the change, as in --as admin")
-	}
-	if fs.NArg() > 0 {
-		return usageError(fs, "%q is not a flag; give the JSON with --file PATH or on standard input", fs.Arg(0))
-	}
-	raw, err := readSellerFile(*file, stdin)
-	if err != nil {
-		return err
-	}
 	var in sellerFile
-	if err := server.DecodeJSONReader(bytes.NewReader(raw), &in); err != nil {
-		if p, ok := problem.As(err); ok && p.Code == problem.CodeMalformedJSON {
-			return fmt.Errorf("%s is not JSON (%s): give the seller as `invoiced seller show --json` prints it", sourceName(*file), p.Detail)
-		}
-		return err
-	}
-	pool, err := sellerPool(ctx, e)
+	pool, u, err := adminChange(ctx, e, fs, args, stdin, "the seller as `invoiced seller show --json` prints it", &in)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	u, err := identity.UserGetByUsername(ctx, pool, *as)
-	if err != nil {
-		return err
-	}
 	pre := seller.IfNoneSet()
 	if in.Version != nil {
 		pre = seller.IfMatch(*in.Version)
@@ -213,8 +190,46 @@ func cmdSellerSet(ctx context.Context, e env, args []string, stdin io.Reader, st
 	return printSeller(stdout, s)
 }
 
-// readSellerFile reads path, or stdin for "-".
-func readSellerFile(path string, stdin io.Reader) ([]byte, error) {
+// adminChange parses the flags of a `… set --as ADMIN [--file PATH]`
+// command, reads the JSON the file (or standard input) holds into v, and
+// opens a pool with the admin making the change; what names what the JSON
+// must be ("the seller as … prints it"). The caller closes the pool.
+func adminChange(ctx context.Context, e env, fs *flag.FlagSet, args []string, stdin io.Reader, what string, v any) (*pgxpool.Pool, *identity.User, error) {
+	as := fs.String("as", "", "username of the admin making the change (required; audited)")
+	file := fs.String("file", "-", "the JSON file to read; - is standard input")
+	if err := parse(fs, args); err != nil {
+		return nil, nil, err
+	}
+	if *as == "" {
+		return nil, nil, usageError(fs, "--as is required: the username of the admin making the change, as in --as admin")
+	}
+	if fs.NArg() > 0 {
+		return nil, nil, usageError(fs, "%q is not a flag; give the JSON with --file PATH or on standard input", fs.Arg(0))
+	}
+	raw, err := readJSONFile(*file, stdin)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := server.DecodeJSONReader(bytes.NewReader(raw), v); err != nil {
+		if p, ok := problem.As(err); ok && p.Code == problem.CodeMalformedJSON {
+			return nil, nil, fmt.Errorf("%s is not JSON (%s): give %s", sourceName(*file), p.Detail, what)
+		}
+		return nil, nil, err
+	}
+	pool, err := smallPool(ctx, e)
+	if err != nil {
+		return nil, nil, err
+	}
+	u, err := identity.UserGetByUsername(ctx, pool, *as)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return pool, u, nil
+}
+
+// readJSONFile reads path, or stdin for "-".
+func readJSONFile(path string, stdin io.Reader) ([]byte, error) {
 	if path == "-" {
 		return io.ReadAll(stdin)
 	}
