@@ -6,15 +6,18 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"slices"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/accounts"
 	"github.com/invoiced/invoiced/allowances"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/confirm"
+	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/mcp"
 	"github.com/invoiced/invoiced/notify"
@@ -141,7 +144,8 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	// freezes the seller into the invoice or credit note.
 	a.invoices = invoices.NewService(pool, a.approvalGate, a.events, cfg.Invoices)
 	a.sellers = seller.NewService(pool, nil)
-	a.schedules = schedules.NewService(pool, schedules.Config{BusinessTimeZone: cfg.Invoices.BusinessTimeZone, Now: cfg.Invoices.Now})
+	a.schedules = schedules.NewService(pool, schedules.Config{BusinessTimeZone: cfg.Invoices.BusinessTimeZone, Now: cfg.Invoices.Now,
+		Issue: a.issueFor})
 	a.sending = sending.New(pool, a.events, a.events, sending.Config{Sender: cfg.Notify.Sender, Now: cfg.Invoices.Now})
 	a.reminders = reminders.New(pool, a.sending, reminders.Config{Today: a.invoices.BusinessToday, Now: cfg.Invoices.Now, Log: log})
 	a.caps = capability.NewRegistry()
@@ -268,6 +272,26 @@ func (a *App) Capabilities() *capability.Registry { return a.caps }
 
 // Schedules is the recurring invoices' service the CLI and tests use.
 func (a *App) Schedules() *schedules.Service { return a.schedules }
+
+// issueFor issues draft invoiceID for user through the issue-invoice
+// capability, as a call of theirs by the system path (a schedule's job):
+// the same validation, gate and effect as any path.
+func (a *App) issueFor(ctx context.Context, user, invoiceID uuid.UUID) (*invoices.Invoice, error) {
+	u, err := identity.UserGetByID(ctx, a.pool, user)
+	if err != nil {
+		return nil, err
+	}
+	call, err := a.caps.Prepare(invoices.CapIssue, json.RawMessage(`{"invoice_id":"`+invoiceID.String()+`"}`))
+	if err != nil {
+		return nil, err
+	}
+	call.Principal, call.Via = u.Principal(), capability.PathSystem
+	out, err := a.caps.Invoke(ctx, call)
+	if err != nil {
+		return nil, err
+	}
+	return out.(*invoices.Invoice), nil
+}
 
 // Allowances is the standing allowances' service the CLI and tests use.
 func (a *App) Allowances() *allowances.Service { return a.allowances }

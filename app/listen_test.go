@@ -67,4 +67,3 @@ func untilAvailable(t *testing.T, h *apptest.Harness, method, path, token string
 		time.Sleep(100 * time.Millisecond)
 	}
 }
-

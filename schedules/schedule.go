@@ -103,6 +103,10 @@ type RunStatus string
 const (
 	RunDrafted RunStatus = "drafted"
 	RunFailed  RunStatus = "failed"
+	// RunIssued: the draft was issued under a standing allowance;
+	// RunWaiting: no allowance covered it, and its approval was asked.
+	RunIssued  RunStatus = "issued"
+	RunWaiting RunStatus = "waiting"
 )
 
 // Run is one period of a schedule, drafted or failed.
@@ -114,7 +118,13 @@ type Run struct {
 	InvoiceID   *uuid.UUID    `json:"invoice_id"`
 	Status      RunStatus     `json:"status"`
 	Error       string        `json:"error"`
-	CreatedAt   time.Time     `json:"created_at"`
+	// ApprovalID is the approval a waiting draft asked for; AllowanceID
+	// the allowance an issued one drew; Note why a draft of a schedule
+	// that issues was not issued.
+	ApprovalID  *uuid.UUID `json:"approval_id"`
+	AllowanceID *uuid.UUID `json:"allowance_id"`
+	Note        string     `json:"note"`
+	CreatedAt   time.Time  `json:"created_at"`
 }
 
 // Cursor is the run's position in its schedule's list.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/invoiced/invoiced/approvals"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,18 +27,27 @@ type Config struct {
 	BusinessTimeZone *time.Location
 	// Now is the clock (default time.Now); tests pin it.
 	Now func() time.Time
+	// Issue issues a draft through the issue-invoice capability as the
+	// user would (app wires the registry): the gate draws a standing
+	// allowance that covers it, or asks for an approval. Nil leaves the
+	// drafts of every schedule for a person to issue.
+	Issue Issuer
 }
+
+// Issuer issues draft invoiceID for user, through the gate.
+type Issuer func(ctx context.Context, user, invoiceID uuid.UUID) (*invoices.Invoice, error)
 
 // Service creates, reads and ends schedules and runs them.
 type Service struct {
-	db  store.Executor
-	loc *time.Location
-	now func() time.Time
+	db    store.Executor
+	issue Issuer
+	loc   *time.Location
+	now   func() time.Time
 }
 
 // NewService returns the service over db.
 func NewService(db store.Executor, cfg Config) *Service {
-	s := &Service{db: db, loc: cfg.BusinessTimeZone, now: cfg.Now}
+	s := &Service{db: db, loc: cfg.BusinessTimeZone, now: cfg.Now, issue: cfg.Issue}
 	if s.loc == nil {
 		s.loc = time.UTC
 	}
@@ -301,8 +311,52 @@ func (s *Service) Run(ctx context.Context) ([]*Run, error) {
 				made = append(made, r)
 			}
 		}
+		if sc.Issue == IssueUnderAllowance && s.issue != nil {
+			if err := s.issueDrafts(ctx, sc); err != nil {
+				return made, err
+			}
+		}
 	}
 	return made, nil
+}
+
+// issueDrafts issues sc's drafted runs, oldest period first, as the
+// schedule's creator through the gate: each draws a standing allowance
+// that covers it (ADR-0022 §8: the one in force that expires first), or
+// waits for the approval the gate asked for. A refusal (the creator
+// disabled, the draft no longer ready) is noted on the run, which is not
+// tried again; the draft stays for a person.
+func (s *Service) issueDrafts(ctx context.Context, sc *Schedule) error {
+	runs, err := RunsToIssue(ctx, s.db, sc.ID)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		inv, err := s.issue(ctx, sc.CreatedBy, *r.InvoiceID)
+		pe, isProblem := problem.As(err)
+		switch {
+		case err == nil:
+			r.Status, r.AllowanceID = RunIssued, inv.AllowanceID
+		case isProblem && pe.Code == approvals.CodeApprovalRequired:
+			r.Status, r.Note = RunWaiting, "no standing allowance in force covers it: it waits for an approval"
+			if id, ok := pe.Extra["approval_id"].(string); ok {
+				if u, err := uuid.Parse(id); err == nil {
+					r.ApprovalID = &u
+				}
+			}
+		case isProblem && pe.Status < 500:
+			r.Note = "not issued: " + pe.Detail
+			for _, f := range pe.Errors {
+				r.Note += "; " + f.Field + ": " + f.Message
+			}
+		default:
+			return err
+		}
+		if err := RunSetIssued(ctx, s.db, r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runPeriod drafts period p of sc; nil when another run has claimed it.

@@ -3,6 +3,7 @@ package schedules
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -95,12 +96,12 @@ func ScheduleDelete(ctx context.Context, db store.Executor, id uuid.UUID, at tim
 	return out, store.MapError(err, "schedule")
 }
 
-const runColumns = `id, schedule_id, period_start, period_end, invoice_id, status, error, created_at`
+const runColumns = `id, schedule_id, period_start, period_end, invoice_id, status, error, approval_id, allowance_id, note, created_at`
 
 func scanRun(row pgx.Row) (*Run, error) {
 	var r Run
 	var start, end time.Time
-	if err := row.Scan(&r.ID, &r.ScheduleID, &start, &end, &r.InvoiceID, &r.Status, &r.Error, &r.CreatedAt); err != nil {
+	if err := row.Scan(&r.ID, &r.ScheduleID, &start, &end, &r.InvoiceID, &r.Status, &r.Error, &r.ApprovalID, &r.AllowanceID, &r.Note, &r.CreatedAt); err != nil {
 		return nil, err
 	}
 	r.PeriodStart, r.PeriodEnd = invoices.Date{Time: start}, invoices.Date{Time: end}
@@ -124,6 +125,36 @@ func RunClaimTx(ctx context.Context, tx pgx.Tx, r *Run) (ok bool, err error) {
 func RunSetInvoiceTx(ctx context.Context, tx pgx.Tx, id, invoiceID uuid.UUID) error {
 	_, err := tx.Exec(ctx, `UPDATE schedule_runs SET invoice_id = $2 WHERE id = $1`, id, invoiceID)
 	return store.MapError(err, "schedule run")
+}
+
+// RunSetIssued records what issuing run id's draft came to; a run that
+// is already issued or waiting is left as it is (two replicas may try
+// the same draft: the one the gate let through records it).
+func RunSetIssued(ctx context.Context, db store.Executor, r *Run) error {
+	_, err := db.Exec(ctx, `UPDATE schedule_runs SET status = $2, approval_id = $3, allowance_id = $4, note = $5
+		WHERE id = $1 AND status = 'drafted'`, r.ID, r.Status, r.ApprovalID, r.AllowanceID, r.Note)
+	return store.MapError(err, "schedule run")
+}
+
+// RunsToIssue returns schedule id's drafted runs whose draft is still a
+// draft and has not been tried: a crash between drafting and issuing
+// leaves them for the next run.
+func RunsToIssue(ctx context.Context, db store.Executor, id uuid.UUID) ([]*Run, error) {
+	rows, err := db.Query(ctx, `SELECT `+prefixedRun("r.")+` FROM schedule_runs r JOIN invoices i ON i.id = r.invoice_id
+		WHERE r.schedule_id = $1 AND r.status = 'drafted' AND r.note = '' AND i.status = 'draft' ORDER BY r.period_start`, id)
+	if err != nil {
+		return nil, store.MapError(err, "schedule runs")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Run, error) { return scanRun(r) })
+	return out, store.MapError(err, "schedule runs")
+}
+
+func prefixedRun(p string) string {
+	cols := strings.Split(runColumns, ", ")
+	for i, c := range cols {
+		cols[i] = p + c
+	}
+	return strings.Join(cols, ", ")
 }
 
 // RunPeriodStarts returns the starts of the periods schedule id has run.

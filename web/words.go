@@ -64,6 +64,8 @@ func viaOf(p capability.Path) via {
 		return via{Label: "the command line"}
 	case capability.PathMCP:
 		return via{Label: "an MCP client (an agent)"}
+	case capability.PathSystem:
+		return via{Label: "a schedule's billing run"}
 	}
 	return via{Label: string(p)}
 }
