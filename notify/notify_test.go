@@ -138,16 +138,18 @@ func TestApprovalNeededReachesEachEligibleApproverNotTheRequester(t *testing.T) 
 // (before the request lapses); the decision mail reaches the requester.
 func TestReminderReachesTheUndecidedOnlyAndTheDecisionTheRequester(t *testing.T) {
 	t.Parallel()
-	// A request lives 6 s and is reminded at half its life; two approvals
-	// are needed from 1.00 EUR.
-	b := setup(t, approvals.Policy{PendingTTL: 6 * time.Second}, []notify.Reminder{{Share: 0.5}})
+	// A request lives 12 s and is reminded at half its life; two approvals
+	// are needed from 1.00 EUR. River's scheduler moves a reminder up to
+	// 5 s after it is due, so at 6 s + 5 s it still finds the request
+	// pending (with 6 s of life, one could run after it had lapsed).
+	b := setup(t, approvals.Policy{PendingTTL: 12 * time.Second}, []notify.Reminder{{Share: 0.5}})
 	r := b.h.Do(t, http.MethodPost, "/v1/approval-policy/rules", b.tokens["admin"],
 		map[string]any{"capability": "issue-invoice", "currency": "EUR", "min_amount": 100, "approvers": 2})
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 	id, _ := b.request(t)
 	b.decide(t, "appr1", id, "approve", nil)
 	b.smtp.Wait(t, 3, 20*time.Second)
-	// Reminders are due at 3 s; River's scheduler moves them within 5 s.
+	// Reminders are due at 6 s; River's scheduler moves them within 5 s.
 	msgs := b.smtp.Wait(t, 5, 20*time.Second)
 	var reminded []mailtest.Received
 	for _, m := range msgs {
