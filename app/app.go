@@ -144,7 +144,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	// freezes the seller into the invoice or credit note.
 	a.invoices = invoices.NewService(pool, a.approvalGate, a.events, cfg.Invoices)
 	a.sellers = seller.NewService(pool, nil)
-	a.schedules = schedules.NewService(pool, schedules.Config{BusinessTimeZone: cfg.Invoices.BusinessTimeZone, Now: cfg.Invoices.Now,
+	a.schedules = schedules.NewService(pool, a.events, schedules.Config{BusinessTimeZone: cfg.Invoices.BusinessTimeZone, Now: cfg.Invoices.Now,
 		Issue: a.issueFor})
 	a.sending = sending.New(pool, a.events, a.events, sending.Config{Sender: cfg.Notify.Sender, Now: cfg.Invoices.Now})
 	a.reminders = reminders.New(pool, a.sending, reminders.Config{Today: a.invoices.BusinessToday, Now: cfg.Invoices.Now, Log: log})

@@ -176,6 +176,7 @@ var fuzzRoutes = []fuzzRoute{
 	{"POST", "/v1/schedules", idNone},
 	{"GET", "/v1/schedules", idNone},
 	{"GET", "/v1/schedules/{}", idSchedule},
+	{"PATCH", "/v1/schedules/{}", idSchedule},
 	{"DELETE", "/v1/schedules/{}", idSchedule},
 	{"GET", "/v1/schedules/{}/runs", idSchedule},
 }
@@ -394,7 +395,7 @@ func (env *fuzzEnv) fingerprint(t testing.TB) string {
 		(SELECT count(*) FROM credit_notes),
 		(SELECT coalesce(sum(version), 0) FROM seller),
 		(SELECT count(*) || ':' || coalesce(sum(version), 0) FROM allowances),
-		(SELECT count(*) || ':' || count(deleted_at) FROM schedules)) || '#' || concat_ws('|',
+		(SELECT count(*) || ':' || count(deleted_at) || ':' || coalesce(sum(version), 0) FROM schedules)) || '#' || concat_ws('|',
 		(SELECT count(*) FROM audit_events),
 		(SELECT count(*) || ':' || count(*) FILTER (WHERE status IN ('pending', 'approved')) FROM approval_requests))`).Scan(&fp)
 	require.NoError(t, err)
@@ -692,6 +693,17 @@ func fuzzSeeds() []fuzzInput {
 	} {
 		add("POST", "/v1/schedules", 1, "", b)
 		add("POST", "/v1/schedules", 2, "", b)
+	}
+	for _, b := range []string{
+		`{"end":"2098-01-01","count":0,"payment_terms_days":-1}`,
+		`{"every":"1 week","start":"2099-01-01","customer_id":null}`,
+		`{"issue":"under_allowance","allowance_id":"00000000-0000-0000-0000-000000000000"}`,
+		`{"lines":[{"description":"x","quantity":"1e400","unit_amount":-1}],"end":null}`,
+		`{"schedule_id":"00000000-0000-0000-0000-000000000000"}`,
+		`null`, `[]`,
+	} {
+		add("PATCH", "/v1/schedules/{}", 1, "", b)
+		add("PATCH", "/v1/schedules/{}", 2, "", b)
 	}
 	add("DELETE", "/v1/schedules/{}", 2, "", "")
 	add("GET", "/v1/schedules/{}/runs", 1, "limit=0", "")

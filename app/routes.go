@@ -169,6 +169,7 @@ func (a *App) scheduleRoutes(v1 *echo.Group) {
 	v1.POST("/schedules", sh.Create)
 	get(v1, "/schedules", sh.List)
 	get(v1, "/schedules/:id", sh.Get)
+	v1.PATCH("/schedules/:id", sh.Update)
 	v1.DELETE("/schedules/:id", sh.Delete)
 	get(v1, "/schedules/:id/runs", sh.Runs)
 }

@@ -48,6 +48,9 @@ var (
 	CreditNoteSent      = register("credit_note.sent")
 	PaymentRecorded     = register("payment.recorded")
 	PaymentReversed     = register("payment.reversed")
+	// ScheduleRun: a period of a recurring invoice schedule was drafted,
+	// failed, issued, or waits for an approval (docs/schedules.md).
+	ScheduleRun = register("schedule.run")
 )
 
 // Types returns every event type, in the order above.

@@ -33,36 +33,6 @@ type Handler struct {
 	DB store.Executor
 }
 
-// body reads and parses the JSON object of a request (empty means {}),
-// the one parse of it, and sets key to the path id. What only Prepare can
-// name (invalid UTF-8, a body that is not an object) is left to it.
-func body(c echo.Context, key string, id uuid.UUID) (*jsondoc.Doc, error) {
-	raw, err := server.ReadBody(c)
-	if err != nil {
-		return nil, err // the body limit's 413
-	}
-	doc, err := capability.ParseInput(raw)
-	if err != nil || key == "" {
-		return doc, err
-	}
-	if _, bad := doc.First(jsondoc.InvalidUTF8); bad {
-		return doc, nil
-	}
-	obj, ok := doc.Value.(map[string]any)
-	if !ok {
-		return doc, nil
-	}
-	// Before the path id joins the members.
-	if path, dup := doc.First(jsondoc.DuplicateKey); dup {
-		return nil, problem.Invalid(path, "%s", jsondoc.DuplicateKey.Message())
-	}
-	if _, ok := obj[key]; ok {
-		return nil, problem.Invalid(key, "is taken from the path; leave it out of the body")
-	}
-	obj[key] = id.String()
-	return doc, nil
-}
-
 // Run serves a route that runs capability name on the request's body
 // with the path's {id} as member key (what names it in a 404), answering
 // status with the output; the routes of other packages over invoices and
@@ -72,7 +42,7 @@ func (h *Handler) Run(c echo.Context, name, key, what string, status int) error 
 	if err != nil {
 		return err
 	}
-	in, err := body(c, key, id)
+	in, err := caphttp.Body(c, key, id)
 	if err != nil {
 		return err
 	}
@@ -149,7 +119,7 @@ func queryValue(k, v string) any {
 // created runs name on the request's body and answers 201, with the
 // Location of the new resource (under location) when it has one.
 func (h *Handler) created(c echo.Context, name, location string) error {
-	in, err := body(c, "", uuid.Nil)
+	in, err := caphttp.Body(c, "", uuid.Nil)
 	if err != nil {
 		return err
 	}
@@ -163,7 +133,7 @@ func (h *Handler) createdUnder(c echo.Context, name, key, what, location string)
 	if err != nil {
 		return err
 	}
-	in, err := body(c, key, id)
+	in, err := caphttp.Body(c, key, id)
 	if err != nil {
 		return err
 	}

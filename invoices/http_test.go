@@ -255,7 +255,7 @@ func TestCapabilitiesList(t *testing.T) {
 		"send-invoice": "bound", "send-credit-note": "bound", "list-invoice-sendings": "read", "list-credit-note-sendings": "read",
 		"grant-allowance": "consequential", "list-allowances": "read", "get-allowance": "read",
 		"list-upcoming-reminders": "read", "send-reminder": "bound", "set-invoice-dispute": "bound", "set-customer-hold": "bound",
-		"create-schedule": "bound", "list-schedules": "read",
+		"create-schedule": "bound", "update-schedule": "bound", "list-schedules": "read",
 	}, risks)
 
 	r = b.h.Do(t, http.MethodPost, "/v1/capabilities/no-such-thing/invoke", b.clerk, map[string]any{"input": map[string]any{}})

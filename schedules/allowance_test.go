@@ -35,19 +35,12 @@ func TestScheduleIssuesUnderAnAllowanceUntilItIsSpentOrRevoked(t *testing.T) {
 	h := apptest.New(t, apptest.Options{Config: app.Config{Invoices: invoices.Config{Now: clk.Now}}})
 	clerk, clerkTok := h.User(t, "clerk1", identity.RoleClerk)
 	_, approverTok := h.User(t, "approver1", identity.RoleApprover)
-
-	body := map[string]any{"capability": "issue", "customer_ids": nil, "currency": "EUR", "max_total": 900_000, "max_count": 3,
-		"valid_until": clk.Now().Add(60 * 24 * time.Hour).Format(time.RFC3339), "reason": "the monthly run"}
-	r := h.Do(t, http.MethodPost, "/v1/allowances", clerkTok, body)
-	require.Equal(t, http.StatusForbidden, r.StatusCode, "%s", r.Body)
-	require.Contains(t, string(r.Body), "approval_id")
-	r = h.Do(t, http.MethodPost, "/v1/approvals/"+r.Problem(t)["approval_id"].(string)+"/approve", approverTok, nil)
-	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
-	r = h.Do(t, http.MethodPost, "/v1/allowances", clerkTok, body)
+	_, adminTok := h.User(t, "admin1", identity.RoleAdmin)
+	r := h.Do(t, http.MethodPost, "/v1/webhook-endpoints", adminTok, map[string]any{"url": "https://1.1.1.1/hooks", "events": []string{"schedule.run"}})
 	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
+
+	allowanceID := grantAllowance(t, h, clk, clerkTok, approverTok, 3)
 	var allowance map[string]any
-	r.JSON(t, &allowance)
-	allowanceID := uuid.MustParse(allowance["id"].(string))
 
 	svc := h.App.Schedules()
 	start := clk.Now().Format(time.DateOnly)
@@ -70,7 +63,11 @@ func TestScheduleIssuesUnderAnAllowanceUntilItIsSpentOrRevoked(t *testing.T) {
 				out[run.Status]++
 				switch run.Status {
 				case schedules.RunIssued:
-					require.Equal(t, allowanceID, *run.AllowanceID)
+					if run.AllowanceID == nil {
+						require.NotNil(t, run.ApprovalID, "issued on the approval it waited for")
+					} else {
+						require.Equal(t, allowanceID, *run.AllowanceID)
+					}
 				case schedules.RunWaiting:
 					require.NotNil(t, run.ApprovalID, "the approval it waits for")
 				}
@@ -86,20 +83,48 @@ func TestScheduleIssuesUnderAnAllowanceUntilItIsSpentOrRevoked(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 	r.JSON(t, &allowance)
 	require.EqualValues(t, 0, allowance["remaining_count"], "%v", allowance)
-	// The issued numbers are consecutive: one series, no gap.
-	rows, err := h.Pool.Query(ctx, `SELECT number FROM invoices WHERE number IS NOT NULL`)
-	require.NoError(t, err)
-	var seqs []int
-	for rows.Next() {
-		var n string
-		require.NoError(t, rows.Scan(&n))
-		seq, err := strconv.Atoi(n[strings.LastIndex(n, "-")+1:])
+	// The issued numbers are consecutive: each year's series from 1, no
+	// gap (the clock crosses a year when the test runs in December).
+	numbers := func() int {
+		t.Helper()
+		rows, err := h.Pool.Query(ctx, `SELECT number FROM invoices WHERE number IS NOT NULL`)
 		require.NoError(t, err)
-		seqs = append(seqs, seq)
+		series := map[string][]int{}
+		total := 0
+		for rows.Next() {
+			var n string
+			require.NoError(t, rows.Scan(&n))
+			i := strings.LastIndex(n, "-")
+			seq, err := strconv.Atoi(n[i+1:])
+			require.NoError(t, err)
+			series[n[:i]] = append(series[n[:i]], seq)
+			total++
+		}
+		require.NoError(t, rows.Err())
+		for prefix, seqs := range series {
+			slices.Sort(seqs)
+			for j, seq := range seqs {
+				require.Equal(t, j+1, seq, "series %s: %v", prefix, seqs)
+			}
+		}
+		return total
 	}
-	require.NoError(t, rows.Err())
-	slices.Sort(seqs)
-	require.Equal(t, []int{1, 2, 3}, seqs)
+	require.Equal(t, 3, numbers())
+	// Each period's outcome is announced once, as its run reads.
+	announced := func() map[string]int {
+		t.Helper()
+		rows, err := h.Pool.Query(ctx, `SELECT payload::jsonb->'data'->>'status' FROM webhook_deliveries WHERE event_type = 'schedule.run'`)
+		require.NoError(t, err)
+		out := map[string]int{}
+		for rows.Next() {
+			var st string
+			require.NoError(t, rows.Scan(&st))
+			out[st]++
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	require.Equal(t, map[string]int{"issued": 3, "waiting": 2}, announced())
 
 	r = h.Do(t, http.MethodPost, "/v1/allowances/"+allowanceID.String()+"/revoke", approverTok, nil)
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
@@ -107,4 +132,90 @@ func TestScheduleIssuesUnderAnAllowanceUntilItIsSpentOrRevoked(t *testing.T) {
 	_, err = svc.Run(ctx)
 	require.NoError(t, err)
 	require.Equal(t, map[schedules.RunStatus]int{schedules.RunIssued: 3, schedules.RunWaiting: 7}, statuses(), "the second month issues nothing")
+	require.Equal(t, map[string]int{"issued": 3, "waiting": 7}, announced())
+
+	// An approver approves one waiting draft: the next pass issues it,
+	// consuming that approval, and the rest still wait.
+	var approvalID string
+	require.NoError(t, h.Pool.QueryRow(ctx, `SELECT approval_id FROM schedule_runs WHERE status = 'waiting' ORDER BY period_start, id LIMIT 1`).Scan(&approvalID))
+	r = h.Do(t, http.MethodPost, "/v1/approvals/"+approvalID+"/approve", approverTok, nil)
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	_, err = svc.Run(ctx)
+	require.NoError(t, err)
+	runs := statuses()
+	require.Equal(t, map[schedules.RunStatus]int{schedules.RunIssued: 4, schedules.RunWaiting: 6}, runs)
+	require.Equal(t, 4, numbers())
+	require.Equal(t, map[string]int{"issued": 4, "waiting": 7}, announced())
+	var consumed string
+	require.NoError(t, h.Pool.QueryRow(ctx, `SELECT status FROM approval_requests WHERE id = $1`, approvalID).Scan(&consumed))
+	require.Equal(t, "consumed", consumed)
+
+	// A service that died between an issue's commit and the run's record:
+	// the next pass finds the draft issued and records it, issuing nothing.
+	_, err = h.Pool.Exec(ctx, `UPDATE schedule_runs SET status = 'drafted', allowance_id = NULL
+		WHERE id = (SELECT id FROM schedule_runs WHERE status = 'issued' AND allowance_id IS NOT NULL ORDER BY id LIMIT 1)`)
+	require.NoError(t, err)
+	_, err = svc.Run(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[schedules.RunStatus]int{schedules.RunIssued: 4, schedules.RunWaiting: 6}, statuses(), "recorded issued, with the allowance it drew")
+	require.Equal(t, 4, numbers())
+	require.Equal(t, map[string]int{"issued": 5, "waiting": 7}, announced(), "announced when recorded")
+}
+
+// grantAllowance has the clerk ask for an allowance to issue count
+// invoices in EUR over 60 days, and the approver approve it.
+func grantAllowance(t *testing.T, h *apptest.Harness, clk *clock, clerkTok, approverTok string, count int) uuid.UUID {
+	t.Helper()
+	body := map[string]any{"capability": "issue", "customer_ids": nil, "currency": "EUR", "max_total": 900_000, "max_count": count,
+		"valid_until": clk.Now().Add(60 * 24 * time.Hour).Format(time.RFC3339), "reason": "the monthly run"}
+	r := h.Do(t, http.MethodPost, "/v1/allowances", clerkTok, body)
+	require.Equal(t, http.StatusForbidden, r.StatusCode, "%s", r.Body)
+	require.Contains(t, string(r.Body), "approval_id")
+	r = h.Do(t, http.MethodPost, "/v1/approvals/"+r.Problem(t)["approval_id"].(string)+"/approve", approverTok, nil)
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	r = h.Do(t, http.MethodPost, "/v1/allowances", clerkTok, body)
+	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
+	var allowance map[string]any
+	r.JSON(t, &allowance)
+	return uuid.MustParse(allowance["id"].(string))
+}
+
+// A schedule switched to under_allowance issues the periods it drafts
+// from then on, never a draft it left for a person before.
+func TestSwitchingToUnderAllowanceIssuesOnlyLaterPeriods(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := &clock{}
+	clk.Set(time.Now().UTC())
+	h := apptest.New(t, apptest.Options{Config: app.Config{Invoices: invoices.Config{Now: clk.Now}}})
+	clerk, clerkTok := h.User(t, "clerk1", identity.RoleClerk)
+	_, approverTok := h.User(t, "approver1", identity.RoleApprover)
+	allowanceID := grantAllowance(t, h, clk, clerkTok, approverTok, 5)
+	svc := h.App.Schedules()
+	c := invoicetest.Customer(ctx, t, h.Pool, invoicetest.CustomerOpts{Currency: "EUR"})
+	sc, err := svc.Create(ctx, clerk.Principal(), capability.PathREST, schedules.CreateInput{CustomerID: c.ID, Every: "1 month",
+		Start: clk.Now().Format(time.DateOnly), Issue: schedules.IssueNever,
+		Lines: []invoices.LineInput{{Description: "Hosting {period}", Quantity: one, UnitAmount: 10000, TaxRateBPS: 1900}}})
+	require.NoError(t, err)
+	first, err := svc.Run(ctx)
+	require.NoError(t, err)
+	require.Len(t, first, 1)
+
+	r := h.Do(t, http.MethodPatch, "/v1/schedules/"+sc.ID.String(), clerkTok, map[string]any{"issue": "under_allowance", "allowance_id": allowanceID})
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	_, err = svc.Run(ctx)
+	require.NoError(t, err)
+	inv, err := invoices.InvoiceGetByID(ctx, h.Pool, *first[0].InvoiceID)
+	require.NoError(t, err)
+	require.Equal(t, invoices.StatusDraft, inv.Status, "left for a person, as it was drafted")
+
+	clk.Set(clk.Now().AddDate(0, 1, 1))
+	second, err := svc.Run(ctx)
+	require.NoError(t, err)
+	require.Len(t, second, 1)
+	runs, err := svc.Runs(ctx, sc.ID, page.Request{Limit: 10})
+	require.NoError(t, err)
+	require.Equal(t, schedules.RunIssued, runs.Data[0].Status, "the period drafted after the switch")
+	require.Equal(t, allowanceID, *runs.Data[0].AllowanceID)
+	require.Equal(t, schedules.RunDrafted, runs.Data[1].Status)
 }

@@ -10,12 +10,13 @@ import (
 // The capabilities' names.
 const (
 	CapCreate = "create-schedule"
+	CapUpdate = "update-schedule"
 	CapList   = "list-schedules"
 )
 
 const (
 	scheduleSchema = `{"type": "object", "required": ["id", "customer_id", "currency", "every", "day_of_month", "start", "end", "count", "lines",
-		"payment_terms_days", "issue", "allowance_id", "created_by", "created_at", "deleted_at"], "properties": {
+		"payment_terms_days", "issue", "allowance_id", "created_by", "created_at", "updated_at", "deleted_at", "version"], "properties": {
 		"id": {"type": "string", "format": "uuid"},
 		"customer_id": {"type": "string", "format": "uuid"},
 		"currency": {"type": "string"},
@@ -30,15 +31,17 @@ const (
 		"allowance_id": {"type": ["string", "null"], "format": "uuid"},
 		"created_by": {"type": "string", "format": "uuid"},
 		"created_at": {"type": "string", "format": "date-time"},
-		"deleted_at": {"type": ["string", "null"], "format": "date-time"}}}`
+		"updated_at": {"type": "string", "format": "date-time"},
+		"deleted_at": {"type": ["string", "null"], "format": "date-time"},
+		"version": {"type": "integer"}}}`
 )
 
 // Capabilities returns the schedule capabilities over svc, for app/ to
 // register. Descriptions are written for a model to read.
 func Capabilities(svc *Service) []capability.Capability {
-	var create, list capability.Handler
+	var create, update, list capability.Handler
 	if svc != nil {
-		create, list = svc.CreateCap, svc.ListCap
+		create, update, list = svc.CreateCap, svc.UpdateCap, svc.ListCap
 	}
 	return []capability.Capability{
 		{Descriptor: capability.Descriptor{
@@ -66,6 +69,24 @@ func Capabilities(svc *Service) []capability.Capability {
 			// It adds a schedule and changes nothing there is.
 			Additive: true,
 		}, Handler: create},
+		{Descriptor: capability.Descriptor{
+			Name:  CapUpdate,
+			Title: "Change a recurring invoice schedule",
+			Description: "Change a schedule's end, count, lines, payment_terms_days, or issue with allowance_id; members left out stay as they are, " +
+				"and null clears end, count or payment_terms_days. lines replace all lines. The cadence, start, day_of_month, customer and currency cannot change " +
+				"(delete the schedule and create another). Periods already drafted keep their drafts; the next ones follow the change. " +
+				"Switching issue to under_allowance issues only the periods drafted from then on. Returns the schedule.",
+			InputSchema: json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["schedule_id"], "properties": {
+				"schedule_id": {"type": "string", "format": "uuid"},
+				"end": {"type": ["string", "null"], "description": "YYYY-MM-DD: no period begins after it; null: no end"},
+				"count": {"type": ["integer", "null"], "description": "at most this many periods in all; null: no limit"},
+				"lines": ` + invoices.LinesSchema + `,
+				"payment_terms_days": {"type": ["integer", "null"], "description": "days net, 0-365; null: the customer's"},
+				"issue": {"type": "string", "enum": ["never", "under_allowance"]},
+				"allowance_id": {"type": ["string", "null"], "format": "uuid", "description": "a standing allowance for issue in the schedule's currency"}}}`),
+			OutputSchema: json.RawMessage(scheduleSchema),
+			Risk:         capability.RiskBound,
+		}, Handler: update},
 		{Descriptor: capability.Descriptor{
 			Name:        CapList,
 			Title:       "List recurring invoice schedules",

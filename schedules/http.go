@@ -95,6 +95,24 @@ func (h *Handler) Get(c echo.Context) error {
 	return c.JSON(http.StatusOK, s)
 }
 
+// Update serves PATCH /v1/schedules/{id}: 200 with the schedule as
+// changed, its version as the ETag; If-Match makes the change conditional.
+func (h *Handler) Update(c echo.Context) error {
+	id, err := server.PathID(c, "schedule")
+	if err != nil {
+		return err
+	}
+	in, err := caphttp.Body(c, "schedule_id", id)
+	if err != nil {
+		return err
+	}
+	out, err := h.Caps.Run(c, CapUpdate, in, capability.PathREST)
+	if err != nil {
+		return err
+	}
+	return caphttp.Respond(c, http.StatusOK, out)
+}
+
 // Delete serves DELETE /v1/schedules/{id}: 200 with the ended schedule.
 func (h *Handler) Delete(c echo.Context) error {
 	p, err := identity.RequestPrincipal(c)

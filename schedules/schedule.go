@@ -90,8 +90,15 @@ type Schedule struct {
 	AllowanceID      *uuid.UUID           `json:"allowance_id"`
 	CreatedBy        uuid.UUID            `json:"created_by"`
 	CreatedAt        time.Time            `json:"created_at"`
+	UpdatedAt        time.Time            `json:"updated_at"`
 	DeletedAt        *time.Time           `json:"deleted_at"`
+	// Version is the schedule's ETag: PATCH with If-Match changes the
+	// version it read or nothing.
+	Version int64 `json:"version"`
 }
+
+// ResourceVersion is the version its ETag carries.
+func (s *Schedule) ResourceVersion() int64 { return s.Version }
 
 // Cursor is the schedule's position in the list.
 func (s *Schedule) Cursor() page.Cursor { return page.Cursor{CreatedAt: s.CreatedAt, ID: s.ID} }
@@ -125,6 +132,10 @@ type Run struct {
 	AllowanceID *uuid.UUID `json:"allowance_id"`
 	Note        string     `json:"note"`
 	CreatedAt   time.Time  `json:"created_at"`
+	// Issue is what the schedule did with drafts when this one was made:
+	// a schedule switched to under_allowance issues only what it drafts
+	// from then on.
+	Issue Issue `json:"-"`
 }
 
 // Cursor is the run's position in its schedule's list.

@@ -2,6 +2,8 @@ package schedules_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"sync"
@@ -10,12 +12,17 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/app/apptest"
+	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
+	"github.com/invoiced/invoiced/outbox"
+	"github.com/invoiced/invoiced/outbox/outboxtest"
+	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/quantity"
 	"github.com/invoiced/invoiced/schedules"
 	"github.com/invoiced/invoiced/store/storetest"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
@@ -53,6 +60,7 @@ type bundle struct {
 	clock    *clock
 	clerk    identity.Principal
 	customer *invoices.Customer
+	emit     *outbox.Emitter
 }
 
 func setup(t *testing.T) bundle {
@@ -62,11 +70,11 @@ func setup(t *testing.T) bundle {
 	u, err := identity.UserCreate(ctx, pool, identity.UserCreateParams{Username: "clerk1", DisplayName: "clerk1", Role: identity.RoleClerk})
 	require.NoError(t, err)
 	return bundle{ctx: ctx, pool: pool, clock: &clock{}, clerk: identity.Principal{UserID: u.ID, Username: u.Username, Role: u.Role},
-		customer: invoicetest.Customer(ctx, t, pool, invoicetest.CustomerOpts{Currency: "EUR"})}
+		customer: invoicetest.Customer(ctx, t, pool, invoicetest.CustomerOpts{Currency: "EUR"}), emit: outboxtest.Emitter(t)}
 }
 
 func (b bundle) service() *schedules.Service {
-	return schedules.NewService(b.pool, schedules.Config{BusinessTimeZone: berlin, Now: b.clock.Now})
+	return schedules.NewService(b.pool, b.emit, schedules.Config{BusinessTimeZone: berlin, Now: b.clock.Now})
 }
 
 // monthly creates a schedule on day dom of each month from start.
@@ -183,7 +191,7 @@ func TestRunRestartMidRunDoublesAndSkipsNothing(t *testing.T) {
 	require.NoError(t, err)
 	claimed, err := schedules.RunClaimTx(b.ctx, tx, &schedules.Run{ID: uuid.Must(uuid.NewV7()), ScheduleID: s.ID,
 		PeriodStart: invoices.Date{Time: time.Date(2027, 3, 31, 0, 0, 0, 0, time.UTC)}, PeriodEnd: invoices.Date{Time: time.Date(2027, 4, 29, 0, 0, 0, 0, time.UTC)},
-		Status: schedules.RunDrafted, CreatedAt: time.Now()})
+		Status: schedules.RunDrafted, Issue: schedules.IssueNever, CreatedAt: time.Now()})
 	require.NoError(t, err)
 	require.True(t, claimed)
 	b.clock.Set(time.Date(2027, 5, 1, 12, 0, 0, 0, time.UTC))
@@ -261,4 +269,159 @@ func TestCreateScheduleBadInputWritesNothing(t *testing.T) {
 	require.Equal(t, http.StatusOK, h.Do(t, http.MethodGet, "/v1/schedules", clerk, nil).StatusCode)
 	require.Equal(t, http.StatusOK, h.Do(t, http.MethodDelete, loc, clerk, nil).StatusCode)
 	require.Equal(t, http.StatusNotFound, h.Do(t, http.MethodDelete, loc, clerk, nil).StatusCode)
+}
+
+// Each period's run is announced as schedule.run in its own transaction:
+// drafted for a person, or failed with the reason when the invoice rules
+// refuse the template.
+func TestRunAnnouncesEachPeriodDraftedOrFailed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.monthly(t, "2027-01-31", 31)
+	require.Len(t, b.runAt(t, time.Date(2027, 2, 28, 12, 0, 0, 0, time.UTC)), 2)
+	// The template's unit withdrawn under it: March's draft is refused.
+	_, err := b.pool.Exec(b.ctx, `UPDATE schedules SET lines = jsonb_set(lines, '{0,unit}', '"BOGUS"') WHERE id = $1`, s.ID)
+	require.NoError(t, err)
+	runs := b.runAt(t, time.Date(2027, 3, 31, 12, 0, 0, 0, time.UTC))
+	require.Len(t, runs, 1)
+	require.Equal(t, schedules.RunFailed, runs[0].Status)
+	require.Contains(t, runs[0].Error, "lines.0.unit")
+
+	var got []string
+	for _, ev := range outboxtest.Events(t, b.pool) {
+		require.Equal(t, "schedule.run", string(ev.Type))
+		var r schedules.Run
+		require.NoError(t, json.Unmarshal(ev.Data, &r))
+		require.Equal(t, s.ID, r.ScheduleID)
+		got = append(got, r.PeriodStart.String()+" "+string(r.Status))
+	}
+	require.Equal(t, []string{"2027-01-31 drafted", "2027-02-28 drafted", "2027-03-31 failed"}, got)
+}
+
+// A change applies from the next period drafted: January's draft keeps
+// the old lines, February's has the new ones; an end before the next
+// period ends the schedule.
+func TestUpdateAppliesToThePeriodsDraftedAfterIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.monthly(t, "2027-01-31", 31)
+	require.Len(t, b.runAt(t, time.Date(2027, 1, 31, 12, 0, 0, 0, time.UTC)), 1)
+
+	lines := []invoices.LineInput{{Description: "Hosting and support {period}", Quantity: one, UnitAmount: 15000, TaxRateBPS: 1900}}
+	end := json.RawMessage(`"2027-03-30"`)
+	up, err := b.service().Update(b.ctx, b.clerk, "rest", etag.MatchVersion(s.Version), schedules.UpdateInput{ScheduleID: s.ID, Lines: lines, End: end})
+	require.NoError(t, err)
+	require.Equal(t, s.Version+1, up.Version)
+	require.Equal(t, "2027-03-30", up.End.String())
+	require.Len(t, b.runAt(t, time.Date(2027, 3, 31, 12, 0, 0, 0, time.UTC)), 1, "February only: March begins after the end")
+
+	rows, err := b.pool.Query(b.ctx, `SELECT id FROM invoices WHERE customer_id = $1 ORDER BY period_start`, b.customer.ID)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	require.NoError(t, err)
+	var got []string
+	for _, id := range ids {
+		inv, err := invoices.InvoiceGetByID(b.ctx, b.pool, id)
+		require.NoError(t, err)
+		got = append(got, fmt.Sprintf("%s %d", inv.Lines[0].Description, inv.Total))
+	}
+	require.Equal(t, []string{"Hosting 2027-01-31 – 2027-02-27 11900", "Hosting and support 2027-02-28 – 2027-03-30 17850"}, got)
+
+	// A stale version changes nothing.
+	_, err = b.service().Update(b.ctx, b.clerk, "rest", etag.MatchVersion(s.Version), schedules.UpdateInput{ScheduleID: s.ID, End: json.RawMessage(`null`)})
+	require.True(t, problem.HasCode(err, etag.CodeVersionMismatch), "%v", err)
+	now, err := b.service().Get(b.ctx, s.ID)
+	require.NoError(t, err)
+	require.Equal(t, up.Version, now.Version)
+	require.NotNil(t, now.End)
+}
+
+// PATCH over HTTP: one of many concurrent changes based on one version
+// wins, the others are 412; every bad change is refused naming its field
+// with nothing written; a deleted schedule is 404.
+func TestPatchScheduleConcurrentlyAndBadInput(t *testing.T) {
+	t.Parallel()
+	h := apptest.New(t, apptest.Options{})
+	_, clerk := h.User(t, "clerk1", identity.RoleClerk)
+	_, approver := h.User(t, "approver1", identity.RoleApprover)
+	ctx := context.Background()
+	c := invoicetest.Customer(ctx, t, h.Pool, invoicetest.CustomerOpts{Currency: "EUR"})
+	r := h.Do(t, http.MethodPost, "/v1/schedules", clerk, map[string]any{"customer_id": c.ID.String(), "every": "1 month", "start": "2099-01-31",
+		"issue": "never", "lines": []map[string]any{{"description": "Hosting {period}", "quantity": "1", "unit_amount": 10000}}})
+	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
+	loc := r.Header.Get("Location")
+	require.Equal(t, `"1"`, r.Header.Get("ETag"))
+
+	const n = 16
+	codes := make(chan int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := h.Do(t, http.MethodPatch, loc, clerk, map[string]any{"count": i + 1}, "If-Match", `"1"`)
+			codes <- r.StatusCode
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	got := map[int]int{}
+	for code := range codes {
+		got[code]++
+	}
+	require.Equal(t, map[int]int{http.StatusOK: 1, http.StatusPreconditionFailed: n - 1}, got)
+
+	snapshot := func() string {
+		t.Helper()
+		var row string
+		require.NoError(t, h.Pool.QueryRow(ctx, `SELECT row_to_json(s)::text FROM schedules s WHERE s.id::text = $1`, loc[len("/v1/schedules/"):]).Scan(&row))
+		return row
+	}
+	before := snapshot()
+	var audits int
+	require.NoError(t, h.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE type = 'schedule.updated'`).Scan(&audits))
+	require.Equal(t, 1, audits)
+	for _, tc := range []struct {
+		name, field string
+		body        map[string]any
+		token       string
+		status      int
+	}{
+		{"end before start", "end", map[string]any{"end": "2099-01-30"}, clerk, 422},
+		{"count 0", "count", map[string]any{"count": 0}, clerk, 422},
+		{"terms over a year", "payment_terms_days", map[string]any{"payment_terms_days": 400}, clerk, 422},
+		{"issue without an allowance", "allowance_id", map[string]any{"issue": "under_allowance"}, clerk, 422},
+		{"unknown allowance", "allowance_id", map[string]any{"issue": "under_allowance", "allowance_id": uuid.NewString()}, clerk, 422},
+		{"an allowance with issue never", "allowance_id", map[string]any{"allowance_id": uuid.NewString()}, clerk, 422},
+		{"the cadence", "every", map[string]any{"every": "1 week"}, clerk, 422},
+		{"the start", "start", map[string]any{"start": "2099-02-01"}, clerk, 422},
+		{"a bad line", "lines.0.unit", map[string]any{"lines": []map[string]any{{"description": "x", "quantity": "1", "unit_amount": 1, "unit": "BOGUS"}}}, clerk, 422},
+		{"the id in the body", "schedule_id", map[string]any{"schedule_id": uuid.NewString()}, clerk, 422},
+		{"an approver", "", map[string]any{"count": 3}, approver, 403},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.Do(t, http.MethodPatch, loc, tc.token, tc.body)
+			require.Equal(t, tc.status, r.StatusCode, "%s", r.Body)
+			if tc.field == "" {
+				return
+			}
+			fields := []string{}
+			for _, e := range r.Problem(t)["errors"].([]any) {
+				fields = append(fields, e.(map[string]any)["field"].(string))
+			}
+			require.Contains(t, fields, tc.field, "%s", r.Body)
+		})
+	}
+	require.Equal(t, before, snapshot(), "nothing written")
+
+	r = h.Do(t, http.MethodPatch, loc, clerk, map[string]any{"count": nil, "payment_terms_days": 30})
+	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+	require.Equal(t, `"3"`, r.Header.Get("ETag"))
+	var sc map[string]any
+	r.JSON(t, &sc)
+	require.Nil(t, sc["count"])
+	require.EqualValues(t, 30, sc["payment_terms_days"])
+
+	require.Equal(t, http.StatusOK, h.Do(t, http.MethodDelete, loc, clerk, nil).StatusCode)
+	require.Equal(t, http.StatusNotFound, h.Do(t, http.MethodPatch, loc, clerk, map[string]any{"count": 2}).StatusCode)
 }

@@ -3,13 +3,17 @@ package schedules
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/invoiced/invoiced/approvals"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/audit"
 	"github.com/invoiced/invoiced/capability"
+	"github.com/invoiced/invoiced/etag"
+	"github.com/invoiced/invoiced/events"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/money"
@@ -40,14 +44,15 @@ type Issuer func(ctx context.Context, user, invoiceID uuid.UUID) (*invoices.Invo
 // Service creates, reads and ends schedules and runs them.
 type Service struct {
 	db    store.Executor
+	emit  events.Emitter
 	issue Issuer
 	loc   *time.Location
 	now   func() time.Time
 }
 
-// NewService returns the service over db.
-func NewService(db store.Executor, cfg Config) *Service {
-	s := &Service{db: db, loc: cfg.BusinessTimeZone, now: cfg.Now, issue: cfg.Issue}
+// NewService returns the service over db, recording its events with emit.
+func NewService(db store.Executor, emit events.Emitter, cfg Config) *Service {
+	s := &Service{db: db, emit: emit, loc: cfg.BusinessTimeZone, now: cfg.Now, issue: cfg.Issue}
 	if s.loc == nil {
 		s.loc = time.UTC
 	}
@@ -97,8 +102,11 @@ func (s *Service) CreateCap(ctx context.Context, call capability.Call) (any, err
 }
 
 // check builds the schedule in describes, naming every invalid field;
-// the customer, its currency and the allowance are checked against db.
-func (s *Service) check(ctx context.Context, db store.Executor, in CreateInput) (*Schedule, error) {
+// the customer, its currency and, unless keptAllowance, the allowance are
+// checked against db. keptAllowance is a change that leaves the
+// schedule's allowance as it was: one revoked since is the gate's to
+// refuse at issue, not a reason to refuse changing the lines.
+func (s *Service) check(ctx context.Context, db store.Executor, in CreateInput, keptAllowance bool) (*Schedule, error) {
 	var bad []problem.FieldError
 	fail := func(field, format string, args ...any) {
 		bad = append(bad, problem.FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
@@ -180,7 +188,7 @@ func (s *Service) check(ctx context.Context, db store.Executor, in CreateInput) 
 			fail("currency", "must be an ISO 4217 code such as EUR, not %q", sc.Currency)
 		}
 	}
-	if in.AllowanceID != nil {
+	if in.AllowanceID != nil && !keptAllowance {
 		kind, currency, err := allowanceKindCurrency(ctx, db, *in.AllowanceID)
 		switch {
 		case problem.HasCode(err, problem.CodeNotFound):
@@ -202,7 +210,7 @@ func (s *Service) check(ctx context.Context, db store.Executor, in CreateInput) 
 // Create checks in and stores it as a schedule p created, arriving by via.
 func (s *Service) Create(ctx context.Context, p identity.Principal, via capability.Path, in CreateInput) (*Schedule, error) {
 	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Schedule, error) {
-		sc, err := s.check(ctx, tx, in)
+		sc, err := s.check(ctx, tx, in, false)
 		if err != nil {
 			return nil, err
 		}
@@ -214,6 +222,110 @@ func (s *Service) Create(ctx context.Context, p identity.Principal, via capabili
 		_, err = audit.AppendTx(ctx, tx, audit.Event{Type: "schedule.created", ActorID: p.UserID.String(), Actor: p.Username,
 			Via: string(via), SubjectType: "schedule", SubjectID: out.ID.String(),
 			Data: map[string]any{"customer_id": out.CustomerID, "every": out.Every.String(), "issue": out.Issue}})
+		return out, err
+	})
+}
+
+// UpdateInput is a change to a schedule: members left out stay as they
+// are; end, count, payment_terms_days and allowance_id may be null to
+// clear them; lines replace all lines. The cadence, start, customer and
+// currency stay: the periods already run are counted from them.
+type UpdateInput struct {
+	ScheduleID       uuid.UUID            `json:"schedule_id"`
+	End              json.RawMessage      `json:"end"`
+	Count            json.RawMessage      `json:"count"`
+	Lines            []invoices.LineInput `json:"lines"`
+	PaymentTermsDays json.RawMessage      `json:"payment_terms_days"`
+	Issue            *Issue               `json:"issue"`
+	AllowanceID      json.RawMessage      `json:"allowance_id"`
+}
+
+// UpdateCap is the update-schedule capability.
+func (s *Service) UpdateCap(ctx context.Context, call capability.Call) (any, error) {
+	if err := invoices.RequireWriter(call.Principal); err != nil {
+		return nil, err
+	}
+	var in UpdateInput
+	if err := json.Unmarshal(call.Input, &in); err != nil {
+		return nil, fmt.Errorf("%s: decode effective input: %w", call.Name, err)
+	}
+	return s.Update(ctx, call.Principal, call.Via, call.IfMatch, in)
+}
+
+// patch sets *dst from raw when raw is present: JSON null clears it.
+func patch[T any](raw json.RawMessage, dst **T) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	if string(raw) == "null" {
+		*dst = nil
+		return nil
+	}
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	*dst = &v
+	return nil
+}
+
+// Update applies in to a live schedule for writer p arriving by via,
+// when its version matches ifMatch (if given): the whole schedule is
+// checked again as at its creation, every invalid field is named and
+// nothing is written. Periods already drafted keep their drafts; the
+// next periods are drafted from the schedule as changed.
+func (s *Service) Update(ctx context.Context, p identity.Principal, via capability.Path, ifMatch etag.IfMatch, in UpdateInput) (*Schedule, error) {
+	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Schedule, error) {
+		cur, err := ScheduleLockTx(ctx, tx, in.ScheduleID)
+		if err != nil {
+			return nil, err
+		}
+		if err := etag.CheckIfMatch(ifMatch, cur.Version); err != nil {
+			return nil, err
+		}
+		next := CreateInput{CustomerID: cur.CustomerID, Currency: &cur.Currency, Every: cur.Every.String(), DayOfMonth: cur.DayOfMonth,
+			Start: cur.Start.String(), Count: cur.Count, Lines: cur.Lines, PaymentTermsDays: cur.PaymentTermsDays, Issue: cur.Issue,
+			AllowanceID: cur.AllowanceID}
+		if cur.End != nil {
+			end := cur.End.String()
+			next.End = &end
+		}
+		// The schema has checked each member's type.
+		if err := errors.Join(patch(in.End, &next.End), patch(in.Count, &next.Count),
+			patch(in.PaymentTermsDays, &next.PaymentTermsDays), patch(in.AllowanceID, &next.AllowanceID)); err != nil {
+			return nil, fmt.Errorf("update-schedule: decode effective input: %w", err)
+		}
+		if in.Lines != nil {
+			next.Lines = in.Lines
+		}
+		if in.Issue != nil {
+			next.Issue = *in.Issue
+			if next.Issue == IssueNever && len(in.AllowanceID) == 0 {
+				// Issuing off drops the allowance it drew on.
+				next.AllowanceID = nil
+			}
+		}
+		kept := len(in.AllowanceID) == 0 && (in.Issue == nil || *in.Issue == cur.Issue)
+		sc, err := s.check(ctx, tx, next, kept)
+		if err != nil {
+			return nil, err
+		}
+		sc.ID = cur.ID
+		out, err := ScheduleUpdateTx(ctx, tx, sc, s.clock())
+		if err != nil {
+			return nil, err
+		}
+		changed := []string{}
+		for name, raw := range map[string]bool{"end": len(in.End) > 0, "count": len(in.Count) > 0, "lines": in.Lines != nil,
+			"payment_terms_days": len(in.PaymentTermsDays) > 0, "issue": in.Issue != nil, "allowance_id": len(in.AllowanceID) > 0} {
+			if raw {
+				changed = append(changed, name)
+			}
+		}
+		slices.Sort(changed)
+		_, err = audit.AppendTx(ctx, tx, audit.Event{Type: "schedule.updated", ActorID: p.UserID.String(), Actor: p.Username,
+			Via: string(via), SubjectType: "schedule", SubjectID: out.ID.String(),
+			Data: map[string]any{"fields": changed, "version": out.Version, "issue": out.Issue}})
 		return out, err
 	})
 }
@@ -281,10 +393,10 @@ func (s *Service) Delete(ctx context.Context, p identity.Principal, via capabili
 // each missed period once. Each period is one transaction claiming its
 // (schedule, period) row first, so two replicas or a restart never
 // draft one twice; a period whose draft the invoice rules refuse is
-// recorded as failed with the reason. It returns the runs it made.
+// recorded as failed with the reason. Then it issues what there is to
+// issue (issueAll). It returns the runs it drafted or failed.
 func (s *Service) Run(ctx context.Context) ([]*Run, error) {
-	now := s.now()
-	today := s.today(now)
+	today := s.today(s.now())
 	live, err := SchedulesLive(ctx, s.db)
 	if err != nil {
 		return nil, err
@@ -303,7 +415,7 @@ func (s *Service) Run(ctx context.Context) ([]*Run, error) {
 			if done[p.Start.String()] {
 				continue
 			}
-			r, err := s.runPeriod(ctx, sc, p)
+			r, err := s.runPeriod(ctx, sc.ID, i)
 			if err != nil {
 				return made, err
 			}
@@ -311,32 +423,59 @@ func (s *Service) Run(ctx context.Context) ([]*Run, error) {
 				made = append(made, r)
 			}
 		}
-		if sc.Issue == IssueUnderAllowance && s.issue != nil {
-			if err := s.issueDrafts(ctx, sc); err != nil {
-				return made, err
-			}
-		}
 	}
-	return made, nil
+	if s.issue == nil {
+		return made, nil
+	}
+	return made, s.issueAll(ctx)
 }
 
-// issueDrafts issues sc's drafted runs, oldest period first, as the
-// schedule's creator through the gate: each draws a standing allowance
-// that covers it (ADR-0022 §8: the one in force that expires first), or
-// waits for the approval the gate asked for. A refusal (the creator
-// disabled, the draft no longer ready) is noted on the run, which is not
-// tried again; the draft stays for a person.
-func (s *Service) issueDrafts(ctx context.Context, sc *Schedule) error {
-	runs, err := RunsToIssue(ctx, s.db, sc.ID)
+// issueAll issues, oldest period first and each as its schedule's
+// creator through the gate, the drafts of runs made while their schedule
+// issued, and the drafts of waiting runs whose approval has since been
+// approved. Each draws a standing allowance that covers it (ADR-0022 §8:
+// the one in force that expires first), or waits for the approval the
+// gate asked for. A refusal (the creator disabled, the draft no longer
+// ready) is noted on the run, which is not tried again; the draft stays
+// for a person.
+func (s *Service) issueAll(ctx context.Context) error {
+	runs, err := RunsToIssue(ctx, s.db)
 	if err != nil {
 		return err
 	}
 	for _, r := range runs {
-		inv, err := s.issue(ctx, sc.CreatedBy, *r.InvoiceID)
+		if err := s.issueRun(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// issueRun issues run id's draft while holding the run's row: another
+// replica skips it, and the run records what the issue came to, or, when
+// the service died between the issue's commit and this record, the next
+// pass finds the invoice issued and records that.
+func (s *Service) issueRun(ctx context.Context, id uuid.UUID) error {
+	return store.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		r, err := runToIssueLockTx(ctx, tx, id)
+		if err != nil || r == nil {
+			return err
+		}
+		if r.InvoiceID == nil {
+			r.Status, r.Note = RunDrafted, "not issued: its draft was deleted"
+			return s.recordRunTx(ctx, tx, &r.Run)
+		}
+		if r.invoiceStatus != invoices.StatusDraft {
+			r.Status, r.AllowanceID, r.Note = RunIssued, r.drewAllowance, ""
+			return s.recordRunTx(ctx, tx, &r.Run)
+		}
+		// The issue is a transaction of its own on the pool, as any
+		// path's: this one holds only the run's row meanwhile.
+		inv, err := s.issue(ctx, r.createdBy, *r.InvoiceID)
 		pe, isProblem := problem.As(err)
 		switch {
 		case err == nil:
-			r.Status, r.AllowanceID = RunIssued, inv.AllowanceID
+			r.Status, r.AllowanceID, r.Note = RunIssued, inv.AllowanceID, ""
 		case isProblem && pe.Code == approvals.CodeApprovalRequired:
 			r.Status, r.Note = RunWaiting, "no standing allowance in force covers it: it waits for an approval"
 			if id, ok := pe.Extra["approval_id"].(string); ok {
@@ -345,24 +484,58 @@ func (s *Service) issueDrafts(ctx context.Context, sc *Schedule) error {
 				}
 			}
 		case isProblem && pe.Status < 500:
-			r.Note = "not issued: " + pe.Detail
+			// Issued by a person meanwhile is not a refusal to record.
+			now, err := invoices.InvoiceGetByID(ctx, tx, *r.InvoiceID)
+			if err != nil {
+				return err
+			}
+			if now.Status != invoices.StatusDraft {
+				r.Status, r.Note = RunIssued, ""
+				break
+			}
+			r.Status, r.Note = RunDrafted, "not issued: "+pe.Detail
 			for _, f := range pe.Errors {
 				r.Note += "; " + f.Field + ": " + f.Message
 			}
 		default:
 			return err
 		}
-		if err := RunSetIssued(ctx, s.db, r); err != nil {
-			return err
-		}
-	}
-	return nil
+		return s.recordRunTx(ctx, tx, &r.Run)
+	})
 }
 
-// runPeriod drafts period p of sc; nil when another run has claimed it.
-func (s *Service) runPeriod(ctx context.Context, sc *Schedule, p invoices.Period) (*Run, error) {
+// recordRunTx stores what became of run r and announces it.
+func (s *Service) recordRunTx(ctx context.Context, tx pgx.Tx, r *Run) error {
+	if err := RunSetIssuedTx(ctx, tx, r); err != nil {
+		return err
+	}
+	return s.emitRunTx(ctx, tx, r)
+}
+
+// emitRunTx records the schedule.run event of r in tx: once a period is
+// drafted for a person, failed, issued, left drafted with a note, or
+// waiting; a waiting run announces again once it is issued.
+func (s *Service) emitRunTx(ctx context.Context, tx pgx.Tx, r *Run) error {
+	return s.emit.EmitTx(ctx, tx, events.New(events.ScheduleRun, s.clock(), r))
+}
+
+// runPeriod drafts the i-th period of schedule id, from the schedule as
+// it is in the period's transaction; nil when another run has claimed
+// the period, or the schedule has been deleted or no longer has it.
+func (s *Service) runPeriod(ctx context.Context, id uuid.UUID, i int) (*Run, error) {
+	var sc *Schedule
+	var p invoices.Period
 	r, err := store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Run, error) {
-		r := &Run{ID: uuid.Must(uuid.NewV7()), ScheduleID: sc.ID, PeriodStart: p.Start, PeriodEnd: p.End, Status: RunDrafted, CreatedAt: s.clock()}
+		var err error
+		if sc, err = ScheduleShareTx(ctx, tx, id); err != nil || sc == nil {
+			return nil, err
+		}
+		var ok bool
+		if p, ok = sc.Period(i); !ok {
+			return nil, nil
+		}
+		r := &Run{ID: uuid.Must(uuid.NewV7()), ScheduleID: sc.ID, PeriodStart: p.Start, PeriodEnd: p.End, Status: RunDrafted,
+			Issue: sc.Issue, CreatedAt: s.clock()}
 		if ok, err := RunClaimTx(ctx, tx, r); err != nil || !ok {
 			return nil, err
 		}
@@ -371,7 +544,14 @@ func (s *Service) runPeriod(ctx context.Context, sc *Schedule, p invoices.Period
 			return nil, err
 		}
 		r.InvoiceID = &inv.ID
-		return r, RunSetInvoiceTx(ctx, tx, r.ID, inv.ID)
+		if err := RunSetInvoiceTx(ctx, tx, r.ID, inv.ID); err != nil {
+			return nil, err
+		}
+		if sc.Issue == IssueUnderAllowance && s.issue != nil {
+			// Announced once issueAll has tried it.
+			return r, nil
+		}
+		return r, s.emitRunTx(ctx, tx, r)
 	})
 	if pe, ok := problem.As(err); ok && pe.Status == 422 {
 		// The rules changed under the template (a unit withdrawn, a
@@ -388,11 +568,12 @@ func (s *Service) failPeriod(ctx context.Context, sc *Schedule, p invoices.Perio
 		msg += "; " + f.Field + ": " + f.Message
 	}
 	return store.WithTxResult(ctx, s.db, func(ctx context.Context, tx pgx.Tx) (*Run, error) {
-		r := &Run{ID: uuid.Must(uuid.NewV7()), ScheduleID: sc.ID, PeriodStart: p.Start, PeriodEnd: p.End, Status: RunFailed, Error: msg, CreatedAt: s.clock()}
+		r := &Run{ID: uuid.Must(uuid.NewV7()), ScheduleID: sc.ID, PeriodStart: p.Start, PeriodEnd: p.End, Status: RunFailed, Error: msg,
+			Issue: sc.Issue, CreatedAt: s.clock()}
 		if ok, err := RunClaimTx(ctx, tx, r); err != nil || !ok {
 			return nil, err
 		}
-		return r, nil
+		return r, s.emitRunTx(ctx, tx, r)
 	})
 }
 

@@ -15,14 +15,14 @@ import (
 )
 
 const scheduleColumns = `id, customer_id, currency, every_n, every_unit, day_of_month, start_date, end_date, count,
-	lines, payment_terms_days, issue, allowance_id, created_by, created_at, deleted_at`
+	lines, payment_terms_days, issue, allowance_id, created_by, created_at, updated_at, deleted_at, version`
 
 func scanSchedule(row pgx.Row) (*Schedule, error) {
 	var s Schedule
 	var start time.Time
 	var end *time.Time
 	if err := row.Scan(&s.ID, &s.CustomerID, &s.Currency, &s.Every.N, &s.Every.Unit, &s.DayOfMonth, &start, &end, &s.Count,
-		&s.Lines, &s.PaymentTermsDays, &s.Issue, &s.AllowanceID, &s.CreatedBy, &s.CreatedAt, &s.DeletedAt); err != nil {
+		&s.Lines, &s.PaymentTermsDays, &s.Issue, &s.AllowanceID, &s.CreatedBy, &s.CreatedAt, &s.UpdatedAt, &s.DeletedAt, &s.Version); err != nil {
 		return nil, err
 	}
 	s.Start = invoices.Date{Time: start}
@@ -43,8 +43,8 @@ func dateArg(d *invoices.Date) any {
 func ScheduleCreate(ctx context.Context, db store.Executor, s *Schedule) (*Schedule, error) {
 	out, err := scanSchedule(db.QueryRow(ctx, `
 		INSERT INTO schedules (id, customer_id, currency, every_n, every_unit, day_of_month, start_date, end_date, count,
-			lines, payment_terms_days, issue, allowance_id, created_by, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+			lines, payment_terms_days, issue, allowance_id, created_by, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)
 		RETURNING `+scheduleColumns,
 		s.ID, s.CustomerID, s.Currency, s.Every.N, s.Every.Unit, s.DayOfMonth, s.Start.Time, dateArg(s.End), s.Count,
 		s.Lines, s.PaymentTermsDays, s.Issue, s.AllowanceID, s.CreatedBy, s.CreatedAt))
@@ -76,6 +76,36 @@ func ScheduleList(ctx context.Context, db store.Executor, p page.Request) ([]*Sc
 	return out, store.MapError(err, "schedules")
 }
 
+// ScheduleLockTx returns live schedule id locked FOR UPDATE, for a change.
+func ScheduleLockTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*Schedule, error) {
+	out, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM schedules WHERE id = $1 AND deleted_at IS NULL FOR UPDATE`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, problem.NotFound("schedule")
+	}
+	return out, store.MapError(err, "schedule")
+}
+
+// ScheduleShareTx returns live schedule id locked FOR SHARE, or nil when
+// it has been deleted: a period is drafted from the schedule as it is
+// when the period's transaction runs, and a change or a delete waits for
+// that draft, or the draft for them.
+func ScheduleShareTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*Schedule, error) {
+	out, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM schedules WHERE id = $1 AND deleted_at IS NULL FOR SHARE`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return out, store.MapError(err, "schedule")
+}
+
+// ScheduleUpdateTx stores s's changeable fields at at, a version later.
+func ScheduleUpdateTx(ctx context.Context, tx pgx.Tx, s *Schedule, at time.Time) (*Schedule, error) {
+	out, err := scanSchedule(tx.QueryRow(ctx, `UPDATE schedules SET end_date = $2, count = $3, lines = $4, payment_terms_days = $5,
+			issue = $6, allowance_id = $7, updated_at = $8, version = version + 1
+		WHERE id = $1 RETURNING `+scheduleColumns,
+		s.ID, dateArg(s.End), s.Count, s.Lines, s.PaymentTermsDays, s.Issue, s.AllowanceID, at))
+	return out, store.MapError(err, "schedule")
+}
+
 // SchedulesLive returns every live schedule, for a run.
 func SchedulesLive(ctx context.Context, db store.Executor) ([]*Schedule, error) {
 	rows, err := db.Query(ctx, `SELECT `+scheduleColumns+` FROM schedules WHERE deleted_at IS NULL ORDER BY id`)
@@ -88,7 +118,7 @@ func SchedulesLive(ctx context.Context, db store.Executor) ([]*Schedule, error) 
 
 // ScheduleDelete ends schedule id at at: no period is drafted after it.
 func ScheduleDelete(ctx context.Context, db store.Executor, id uuid.UUID, at time.Time) (*Schedule, error) {
-	out, err := scanSchedule(db.QueryRow(ctx, `UPDATE schedules SET deleted_at = $2
+	out, err := scanSchedule(db.QueryRow(ctx, `UPDATE schedules SET deleted_at = $2, updated_at = $2, version = version + 1
 		WHERE id = $1 AND deleted_at IS NULL RETURNING `+scheduleColumns, id, at))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, problem.NotFound("schedule")
@@ -96,12 +126,12 @@ func ScheduleDelete(ctx context.Context, db store.Executor, id uuid.UUID, at tim
 	return out, store.MapError(err, "schedule")
 }
 
-const runColumns = `id, schedule_id, period_start, period_end, invoice_id, status, error, approval_id, allowance_id, note, created_at`
+const runColumns = `id, schedule_id, period_start, period_end, invoice_id, status, error, approval_id, allowance_id, note, created_at, issue`
 
 func scanRun(row pgx.Row) (*Run, error) {
 	var r Run
 	var start, end time.Time
-	if err := row.Scan(&r.ID, &r.ScheduleID, &start, &end, &r.InvoiceID, &r.Status, &r.Error, &r.ApprovalID, &r.AllowanceID, &r.Note, &r.CreatedAt); err != nil {
+	if err := row.Scan(&r.ID, &r.ScheduleID, &start, &end, &r.InvoiceID, &r.Status, &r.Error, &r.ApprovalID, &r.AllowanceID, &r.Note, &r.CreatedAt, &r.Issue); err != nil {
 		return nil, err
 	}
 	r.PeriodStart, r.PeriodEnd = invoices.Date{Time: start}, invoices.Date{Time: end}
@@ -112,9 +142,9 @@ func scanRun(row pgx.Row) (*Run, error) {
 // has (another replica or an earlier run drafted it). A concurrent claim
 // of the same period waits on the unique key until this one ends.
 func RunClaimTx(ctx context.Context, tx pgx.Tx, r *Run) (ok bool, err error) {
-	tag, err := tx.Exec(ctx, `INSERT INTO schedule_runs (id, schedule_id, period_start, period_end, invoice_id, status, error, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (schedule_id, period_start) DO NOTHING`,
-		r.ID, r.ScheduleID, r.PeriodStart.Time, r.PeriodEnd.Time, r.InvoiceID, r.Status, r.Error, r.CreatedAt)
+	tag, err := tx.Exec(ctx, `INSERT INTO schedule_runs (id, schedule_id, period_start, period_end, invoice_id, status, error, created_at, issue)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (schedule_id, period_start) DO NOTHING`,
+		r.ID, r.ScheduleID, r.PeriodStart.Time, r.PeriodEnd.Time, r.InvoiceID, r.Status, r.Error, r.CreatedAt, r.Issue)
 	if err != nil {
 		return false, store.MapError(err, "schedule run")
 	}
@@ -127,26 +157,69 @@ func RunSetInvoiceTx(ctx context.Context, tx pgx.Tx, id, invoiceID uuid.UUID) er
 	return store.MapError(err, "schedule run")
 }
 
-// RunSetIssued records what issuing run id's draft came to; a run that
-// is already issued or waiting is left as it is (two replicas may try
-// the same draft: the one the gate let through records it).
-func RunSetIssued(ctx context.Context, db store.Executor, r *Run) error {
-	_, err := db.Exec(ctx, `UPDATE schedule_runs SET status = $2, approval_id = $3, allowance_id = $4, note = $5
-		WHERE id = $1 AND status = 'drafted'`, r.ID, r.Status, r.ApprovalID, r.AllowanceID, r.Note)
+// RunSetIssuedTx records what issuing run r's draft came to; the
+// caller holds the run's row (runToIssueLockTx).
+func RunSetIssuedTx(ctx context.Context, tx pgx.Tx, r *Run) error {
+	_, err := tx.Exec(ctx, `UPDATE schedule_runs SET status = $2, approval_id = $3, allowance_id = $4, note = $5 WHERE id = $1`,
+		r.ID, r.Status, r.ApprovalID, r.AllowanceID, r.Note)
 	return store.MapError(err, "schedule run")
 }
 
-// RunsToIssue returns schedule id's drafted runs whose draft is still a
-// draft and has not been tried: a crash between drafting and issuing
-// leaves them for the next run.
-func RunsToIssue(ctx context.Context, db store.Executor, id uuid.UUID) ([]*Run, error) {
-	rows, err := db.Query(ctx, `SELECT `+prefixedRun("r.")+` FROM schedule_runs r JOIN invoices i ON i.id = r.invoice_id
-		WHERE r.schedule_id = $1 AND r.status = 'drafted' AND r.note = '' AND i.status = 'draft' ORDER BY r.period_start`, id)
+// toIssue is which runs of live schedules have a draft to issue: drafted
+// while their schedule issued and not yet tried, or waiting on an
+// approval that has been approved (or a draft that has been issued or
+// deleted meanwhile). The partial index schedule_runs_to_issue_idx holds
+// the candidates.
+const toIssue = `FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
+	LEFT JOIN invoices i ON i.id = r.invoice_id
+	LEFT JOIN approval_requests a ON a.id = r.approval_id
+	WHERE s.deleted_at IS NULL AND ((r.status = 'drafted' AND r.issue = 'under_allowance' AND r.note = '')
+		OR (r.status = 'waiting' AND (a.status = 'approved' OR i.status IS DISTINCT FROM 'draft')))`
+
+// RunsToIssue returns the ids of the runs with a draft to issue, oldest
+// period first.
+func RunsToIssue(ctx context.Context, db store.Executor) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, `SELECT r.id `+toIssue+` ORDER BY r.period_start, r.id`)
 	if err != nil {
 		return nil, store.MapError(err, "schedule runs")
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Run, error) { return scanRun(r) })
+	out, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	return out, store.MapError(err, "schedule runs")
+}
+
+// runToIssue is a run to issue with what issuing it needs.
+type runToIssue struct {
+	Run
+	createdBy     uuid.UUID
+	invoiceStatus invoices.Status
+	// drewAllowance is the allowance its invoice's issue drew, if it was
+	// issued and drew one.
+	drewAllowance *uuid.UUID
+}
+
+// runToIssueLockTx returns run id locked while it is still to issue, or
+// nil: issued, noted or held by another replica meanwhile.
+func runToIssueLockTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*runToIssue, error) {
+	var r runToIssue
+	var start, end time.Time
+	var status *invoices.Status
+	err := tx.QueryRow(ctx, `SELECT `+prefixedRun("r.")+`, s.created_by, i.status,
+			(SELECT e.allowance_id FROM policy_effects e WHERE e.capability = 'issue-invoice' AND e.target_type = 'invoice'
+				AND e.target_id = r.invoice_id::text ORDER BY e.at DESC LIMIT 1)
+		`+toIssue+` AND r.id = $1 FOR UPDATE OF r SKIP LOCKED`, id).Scan(
+		&r.ID, &r.ScheduleID, &start, &end, &r.InvoiceID, &r.Status, &r.Error, &r.ApprovalID, &r.AllowanceID, &r.Note, &r.CreatedAt, &r.Issue,
+		&r.createdBy, &status, &r.drewAllowance)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, store.MapError(err, "schedule run")
+	}
+	r.PeriodStart, r.PeriodEnd = invoices.Date{Time: start}, invoices.Date{Time: end}
+	if status != nil {
+		r.invoiceStatus = *status
+	}
+	return &r, nil
 }
 
 func prefixedRun(p string) string {

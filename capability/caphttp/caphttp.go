@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
 	"github.com/invoiced/invoiced/jsondoc"
+	"github.com/invoiced/invoiced/problem"
 	"github.com/invoiced/invoiced/server"
 	"github.com/labstack/echo/v4"
 )
@@ -40,6 +42,36 @@ func (h *Handler) Run(c echo.Context, name string, input *jsondoc.Doc, via capab
 	}
 	call.Principal, call.Via, call.IfMatch = p, via, ifMatch
 	return h.Registry.Invoke(c.Request().Context(), call)
+}
+
+// Body reads and parses the JSON object of a request (empty means {}),
+// the one parse of it, and sets key to the path id. What only Prepare can
+// name (invalid UTF-8, a body that is not an object) is left to it.
+func Body(c echo.Context, key string, id uuid.UUID) (*jsondoc.Doc, error) {
+	raw, err := server.ReadBody(c)
+	if err != nil {
+		return nil, err // the body limit's 413
+	}
+	doc, err := capability.ParseInput(raw)
+	if err != nil || key == "" {
+		return doc, err
+	}
+	if _, bad := doc.First(jsondoc.InvalidUTF8); bad {
+		return doc, nil
+	}
+	obj, ok := doc.Value.(map[string]any)
+	if !ok {
+		return doc, nil
+	}
+	// Before the path id joins the members.
+	if path, dup := doc.First(jsondoc.DuplicateKey); dup {
+		return nil, problem.Invalid(path, "%s", jsondoc.DuplicateKey.Message())
+	}
+	if _, ok := obj[key]; ok {
+		return nil, problem.Invalid(key, "is taken from the path; leave it out of the body")
+	}
+	obj[key] = id.String()
+	return doc, nil
 }
 
 // Respond writes out as JSON with status, with an ETag when out is
