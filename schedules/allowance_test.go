@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/invoiced/invoiced/page"
 	"github.com/invoiced/invoiced/schedules"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,7 +41,7 @@ func TestScheduleIssuesUnderAnAllowanceUntilItIsSpentOrRevoked(t *testing.T) {
 	r := h.Do(t, http.MethodPost, "/v1/webhook-endpoints", adminTok, map[string]any{"url": "https://1.1.1.1/hooks", "events": []string{"schedule.run"}})
 	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
 
-	allowanceID := grantAllowance(t, h, clk, clerkTok, approverTok, 3)
+	allowanceID := grantAllowance(t, h, clk, clerkTok, approverTok, 3, 60)
 	var allowance map[string]any
 
 	svc := h.App.Schedules()
@@ -163,11 +165,11 @@ func TestScheduleIssuesUnderAnAllowanceUntilItIsSpentOrRevoked(t *testing.T) {
 }
 
 // grantAllowance has the clerk ask for an allowance to issue count
-// invoices in EUR over 60 days, and the approver approve it.
-func grantAllowance(t *testing.T, h *apptest.Harness, clk *clock, clerkTok, approverTok string, count int) uuid.UUID {
+// invoices in EUR for the next days, and the approver approve it.
+func grantAllowance(t *testing.T, h *apptest.Harness, clk *clock, clerkTok, approverTok string, count int, days int) uuid.UUID {
 	t.Helper()
 	body := map[string]any{"capability": "issue", "customer_ids": nil, "currency": "EUR", "max_total": 900_000, "max_count": count,
-		"valid_until": clk.Now().Add(60 * 24 * time.Hour).Format(time.RFC3339), "reason": "the monthly run"}
+		"valid_until": clk.Now().AddDate(0, 0, days).Format(time.RFC3339), "reason": "the monthly run"}
 	r := h.Do(t, http.MethodPost, "/v1/allowances", clerkTok, body)
 	require.Equal(t, http.StatusForbidden, r.StatusCode, "%s", r.Body)
 	require.Contains(t, string(r.Body), "approval_id")
@@ -190,7 +192,7 @@ func TestSwitchingToUnderAllowanceIssuesOnlyLaterPeriods(t *testing.T) {
 	h := apptest.New(t, apptest.Options{Config: app.Config{Invoices: invoices.Config{Now: clk.Now}}})
 	clerk, clerkTok := h.User(t, "clerk1", identity.RoleClerk)
 	_, approverTok := h.User(t, "approver1", identity.RoleApprover)
-	allowanceID := grantAllowance(t, h, clk, clerkTok, approverTok, 5)
+	allowanceID := grantAllowance(t, h, clk, clerkTok, approverTok, 5, 60)
 	svc := h.App.Schedules()
 	c := invoicetest.Customer(ctx, t, h.Pool, invoicetest.CustomerOpts{Currency: "EUR"})
 	sc, err := svc.Create(ctx, clerk.Principal(), capability.PathREST, schedules.CreateInput{CustomerID: c.ID, Every: "1 month",
@@ -218,4 +220,69 @@ func TestSwitchingToUnderAllowanceIssuesOnlyLaterPeriods(t *testing.T) {
 	require.Equal(t, schedules.RunIssued, runs.Data[0].Status, "the period drafted after the switch")
 	require.Equal(t, allowanceID, *runs.Data[0].AllowanceID)
 	require.Equal(t, schedules.RunDrafted, runs.Data[1].Status)
+}
+
+// A fake clock walks a monthly schedule on the 31st that issues under an
+// allowance from January to April 2027, across February's end and the
+// switch to summer time, with two replicas running the job at each step:
+// one invoice per period, issued with gapless numbers, the allowance
+// drawn once per period.
+func TestBillingWalkIssuesOncePerPeriodAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := &clock{}
+	clk.Set(time.Date(2027, 1, 30, 12, 0, 0, 0, time.UTC))
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err)
+	h := apptest.New(t, apptest.Options{Config: app.Config{Invoices: invoices.Config{Now: clk.Now, BusinessTimeZone: berlin}}})
+	clerk, clerkTok := h.User(t, "clerk1", identity.RoleClerk)
+	_, approverTok := h.User(t, "approver1", identity.RoleApprover)
+	allowanceID := grantAllowance(t, h, clk, clerkTok, approverTok, 10, 120)
+	svc := h.App.Schedules()
+	c := invoicetest.Customer(ctx, t, h.Pool, invoicetest.CustomerOpts{Currency: "EUR"})
+	dom := 31
+	sc, err := svc.Create(ctx, clerk.Principal(), capability.PathREST, schedules.CreateInput{CustomerID: c.ID, Every: "1 month", DayOfMonth: &dom,
+		Start: "2027-01-31", Issue: schedules.IssueUnderAllowance, AllowanceID: &allowanceID,
+		Lines: []invoices.LineInput{{Description: "Hosting {period}", Quantity: one, UnitAmount: 10000, TaxRateBPS: 1900}}})
+	require.NoError(t, err)
+
+	for _, at := range []time.Time{
+		time.Date(2027, 1, 30, 22, 59, 0, 0, time.UTC), // 23:59 on the 30th in Berlin: nothing yet
+		time.Date(2027, 1, 30, 23, 0, 0, 0, time.UTC),  // the 31st begins
+		time.Date(2027, 2, 28, 8, 0, 0, 0, time.UTC),   // the 31st clamped to the 28th
+		time.Date(2027, 3, 30, 22, 0, 0, 0, time.UTC),  // the 31st begins at 22:00 UTC in summer time
+		time.Date(2027, 3, 31, 9, 0, 0, 0, time.UTC),   // again the same day: nothing
+		time.Date(2027, 4, 30, 9, 0, 0, 0, time.UTC),
+	} {
+		clk.Set(at)
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := svc.Run(ctx); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+
+	rows, err := h.Pool.Query(ctx, `SELECT to_char(period_start, 'YYYY-MM-DD'), number FROM invoices WHERE customer_id = $1 ORDER BY period_start`, c.ID)
+	require.NoError(t, err)
+	type issued struct{ Period, Number string }
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[issued])
+	require.NoError(t, err)
+	require.Equal(t, []issued{{"2027-01-31", "INV-2027-000001"}, {"2027-02-28", "INV-2027-000002"}, {"2027-03-31", "INV-2027-000003"},
+		{"2027-04-30", "INV-2027-000004"}}, got)
+	runs, err := svc.Runs(ctx, sc.ID, page.Request{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, runs.Data, 4)
+	for _, r := range runs.Data {
+		require.Equal(t, schedules.RunIssued, r.Status, "%+v", r)
+		require.Equal(t, allowanceID, *r.AllowanceID)
+	}
+	var left int
+	require.NoError(t, h.Pool.QueryRow(ctx, `SELECT remaining_count FROM allowances WHERE id = $1`, allowanceID).Scan(&left))
+	require.Equal(t, 6, left)
 }
