@@ -31,7 +31,13 @@ type bundle struct {
 
 func setup(t *testing.T, cfg app.Config) *bundle {
 	t.Helper()
-	h := apptest.New(t, apptest.Options{Config: cfg})
+	return setupWith(t, apptest.Options{Config: cfg})
+}
+
+// setupWith is setup with the harness's options.
+func setupWith(t *testing.T, opts apptest.Options) *bundle {
+	t.Helper()
+	h := apptest.New(t, opts)
 	b := &bundle{h: h}
 	_, b.clerk = h.User(t, "clerk", identity.RoleClerk)
 	_, b.clerk2 = h.User(t, "clerk2", identity.RoleClerk)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/app"
+	"github.com/invoiced/invoiced/app/apptest"
 	"github.com/invoiced/invoiced/approvals"
 	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/invoiced/invoiced/mcp"
@@ -82,7 +83,7 @@ func TestSubscriptionsEndWithUnsubscribeAndSession(t *testing.T) {
 func TestStuckStreamDelaysNoOtherSession(t *testing.T) {
 	t.Parallel()
 	// The stuck stream's write must stay blocked to the end of the test.
-	b := setup(t, app.Config{MCP: mcp.Options{WriteTimeout: 10 * time.Minute}})
+	b := setupWith(t, apptest.Options{Config: app.Config{MCP: mcp.Options{WriteTimeout: 10 * time.Minute}}, SendBuffer: stalledSendBuffer})
 	stats := b.h.App.MCP().Subscriptions
 	probeURI, decidedURI := requestApproval(t, b), requestApproval(t, b)
 	stuck := stuckSession(t, b)
@@ -161,7 +162,7 @@ func TestStuckStreamEndsAfterTheWriteTimeout(t *testing.T) {
 	t.Parallel()
 	// Long enough for fillStream to see the stream full (20 rounds) on a
 	// loaded machine before the blocked write gives up.
-	b := setup(t, app.Config{MCP: mcp.Options{WriteTimeout: 10 * time.Second}})
+	b := setupWith(t, apptest.Options{Config: app.Config{MCP: mcp.Options{WriteTimeout: 10 * time.Second}}, SendBuffer: stalledSendBuffer})
 	stats := b.h.App.MCP().Subscriptions
 	stuck := stuckSession(t, b)
 	unreadStream(t, b.h.URL, b.clerk, stuck.session)
@@ -211,15 +212,21 @@ func stuckSession(t *testing.T, b *bundle) stuckStream {
 	return st
 }
 
+// stalledSendBuffer is the server's socket send buffer in the tests of a
+// stalled stream. Set, the kernel neither grows it nor the 1 KiB receive
+// buffer of unreadStream: a backlog of 100 updates (15 KB) cannot fit in
+// them, so once the stream falls behind, its write stays blocked until
+// the write timeout. Left to autotuning, the kernel grew the buffers
+// while the test waited, the "stuck" write completed seconds later, and
+// the stream stayed open with nothing more to send.
+const stalledSendBuffer = 4096
+
 // fillStream announces each of the stuck session's requests once a round
 // until its stream takes no more: for 20 rounds in a row a send stays in
 // progress, nothing more is sent, and an update of every URI waits for
-// it (the longest queue: another session's resyncs come and go).
-// About 10,000 updates of 150 bytes fill what the kernel buffers for a
-// reader that stopped reading (1.6 MB measured on loopback with a 1 KiB
-// receive buffer); the loop gives up at 100,000 (15 MB). A round of 100
-// stays under the hub's 256 per watcher (a watcher that lags further is
-// dropped and resyncs).
+// it (the longest queue: another session's resyncs come and go). A round
+// of 100 stays under the hub's 256 per watcher (a watcher that lags
+// further is dropped and resyncs); the loop gives up at 100,000 updates.
 func fillStream(t *testing.T, b *bundle, ids []string) {
 	t.Helper()
 	stats := b.h.App.MCP().Subscriptions

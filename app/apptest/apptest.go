@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -42,6 +43,11 @@ type Options struct {
 	// NoSeller leaves the seller unset; otherwise a new database gets
 	// invoicetest.DefaultSeller, so that its invoices can be issued.
 	NoSeller bool
+	// SendBuffer, when set, is each accepted connection's socket send
+	// buffer (SO_SNDBUF) in bytes. Set, the kernel no longer grows it:
+	// a test of a client that stopped reading sets it small, so that a
+	// backlog of a few kilobytes blocks the server's write for certain.
+	SendBuffer int
 }
 
 // New starts the service on a fresh migrated database.
@@ -67,9 +73,31 @@ func New(t testing.TB, opts Options) *Harness {
 	e := server.New(server.DefaultConfig(), log, func(ctx context.Context) error { return pool.Ping(ctx) })
 	a.Routes(e)
 	// Every exchange of the test is held to openapi/openapi.yaml.
-	srv := httptest.NewServer(openapitest.Wrap(t, e))
+	srv := httptest.NewUnstartedServer(openapitest.Wrap(t, e))
+	if opts.SendBuffer > 0 {
+		srv.Listener = sendBufferListener{srv.Listener, opts.SendBuffer}
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return &Harness{URL: srv.URL, DBURL: dbURL, Pool: pool, App: a, Server: srv}
+}
+
+// sendBufferListener sets each accepted TCP connection's send buffer.
+type sendBufferListener struct {
+	net.Listener
+	bytes int
+}
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.(*net.TCPConn).SetWriteBuffer(l.bytes); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // Replica starts another instance of the service over h's database, with
