@@ -47,6 +47,8 @@ Usage:
   invoiced allowances list|show|revoke       standing allowances; revoke one (approvers, admins)
   invoiced seller show|set                   who issues the invoices (set: admins)
   invoiced reminders show|set                reminder levels, automatic reminders (set: admins)
+  invoiced schedules list|show|runs|create|update|delete|run
+                                             recurring invoices (changes: clerks, admins); run the billing job now
   invoiced webhooks add|list|disable|enable|rotate-secret|deliveries|redeliver
                                              manage webhook endpoints
   invoiced healthcheck                       exit 0 when the local server is ready
@@ -83,6 +85,8 @@ func run(ctx context.Context, args []string, env env, stdin io.Reader, stdout, s
 		err = cmdSeller(ctx, env, args[1:], stdin, stdout, stderr)
 	case "reminders":
 		err = cmdReminders(ctx, env, args[1:], stdin, stdout, stderr)
+	case "schedules":
+		err = cmdSchedules(ctx, env, args[1:], stdin, stdout, stderr)
 	case "audit":
 		err = cmdAudit(ctx, env, args[1:], stdout, stderr)
 	case "webhooks":
