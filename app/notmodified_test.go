@@ -57,6 +57,10 @@ func TestEveryETagHonoursIfNoneMatch(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
 	var allowance struct{ ID string }
 	r.JSON(t, &allowance)
+	r = h.Do(t, "POST", "/v1/schedules", clerkTok, map[string]any{"customer_id": draft.CustomerID.String(), "every": "1 month", "start": "2099-01-31",
+		"issue": "never", "lines": []map[string]any{{"description": "Hosting {period}", "quantity": "1", "unit_amount": 10000}}})
+	require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
+	schedule := r.Header.Get("Location")
 	sid, _, err := web.SessionCreate(ctx, h.Pool, clerk.ID, time.Hour)
 	require.NoError(t, err)
 
@@ -78,6 +82,7 @@ func TestEveryETagHonoursIfNoneMatch(t *testing.T) {
 		"get-seller":               {"/v1/seller", clerkTok, nil},
 		"get-allowance":            {"/v1/allowances/" + allowance.ID, clerkTok, nil},
 		"get-reminder-settings":    {"/v1/reminders/settings", clerkTok, nil},
+		"get-schedule":             {schedule, clerkTok, nil},
 		"page-invoice-pdf":         {"/invoices/" + draft.ID.String() + "/pdf", "", byCookie},
 	}
 

@@ -92,7 +92,7 @@ func (h *Handler) Get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s)
+	return caphttp.Respond(c, http.StatusOK, s)
 }
 
 // Update serves PATCH /v1/schedules/{id}: 200 with the schedule as
