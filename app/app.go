@@ -144,11 +144,11 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool, log *slog.Logger) 
 	// freezes the seller into the invoice or credit note.
 	a.invoices = invoices.NewService(pool, a.approvalGate, a.events, cfg.Invoices)
 	a.sellers = seller.NewService(pool, nil)
+	a.caps = capability.NewRegistry()
 	a.schedules = schedules.NewService(pool, a.events, schedules.Config{BusinessTimeZone: cfg.Invoices.BusinessTimeZone, Now: cfg.Invoices.Now,
-		Issue: a.issueFor})
+		Issue: Issuer(pool, a.caps)})
 	a.sending = sending.New(pool, a.events, a.events, sending.Config{Sender: cfg.Notify.Sender, Now: cfg.Invoices.Now})
 	a.reminders = reminders.New(pool, a.sending, reminders.Config{Today: a.invoices.BusinessToday, Now: cfg.Invoices.Now, Log: log})
-	a.caps = capability.NewRegistry()
 	for _, c := range slices.Concat(invoices.Capabilities(a.invoices), sending.Capabilities(a.sending),
 		allowances.Capabilities(a.allowances), reminders.Capabilities(a.reminders), schedules.Capabilities(a.schedules)) {
 		if err := a.caps.Register(c); err != nil {
@@ -273,24 +273,27 @@ func (a *App) Capabilities() *capability.Registry { return a.caps }
 // Schedules is the recurring invoices' service the CLI and tests use.
 func (a *App) Schedules() *schedules.Service { return a.schedules }
 
-// issueFor issues draft invoiceID for user through the issue-invoice
-// capability, as a call of theirs by the system path (a schedule's job):
-// the same validation, gate and effect as any path.
-func (a *App) issueFor(ctx context.Context, user, invoiceID uuid.UUID) (*invoices.Invoice, error) {
-	u, err := identity.UserGetByID(ctx, a.pool, user)
-	if err != nil {
-		return nil, err
+// Issuer is the billing run's issuer over caps (schedules.Config.Issue):
+// issue-invoice as a call of the schedule's creator by the system path,
+// prepared and invoked as any path's call, so the same validation, gate
+// and effect apply (ADR-0027 §3). serve and `invoiced schedules run` use it.
+func Issuer(db store.Executor, caps *capability.Registry) schedules.Issuer {
+	return func(ctx context.Context, user, invoiceID uuid.UUID) (*invoices.Invoice, error) {
+		u, err := identity.UserGetByID(ctx, db, user)
+		if err != nil {
+			return nil, err
+		}
+		call, err := caps.Prepare(invoices.CapIssue, json.RawMessage(`{"invoice_id":"`+invoiceID.String()+`"}`))
+		if err != nil {
+			return nil, err
+		}
+		call.Principal, call.Via = u.Principal(), capability.PathSystem
+		out, err := caps.Invoke(ctx, call)
+		if err != nil {
+			return nil, err
+		}
+		return out.(*invoices.Invoice), nil
 	}
-	call, err := a.caps.Prepare(invoices.CapIssue, json.RawMessage(`{"invoice_id":"`+invoiceID.String()+`"}`))
-	if err != nil {
-		return nil, err
-	}
-	call.Principal, call.Via = u.Principal(), capability.PathSystem
-	out, err := a.caps.Invoke(ctx, call)
-	if err != nil {
-		return nil, err
-	}
-	return out.(*invoices.Invoice), nil
 }
 
 // Allowances is the standing allowances' service the CLI and tests use.

@@ -93,7 +93,7 @@ func openSchedules(ctx context.Context, e env) (*schedulesCLI, error) {
 	gate := approvals.NewGate(policy, emit)
 	gate.UseAllowances(allowances.NewService(pool, gate, nil))
 	c := &schedulesCLI{pool: pool, caps: capability.NewRegistry()}
-	c.svc = schedules.NewService(pool, emit, schedules.Config{BusinessTimeZone: invCfg.BusinessTimeZone, Issue: c.issue})
+	c.svc = schedules.NewService(pool, emit, schedules.Config{BusinessTimeZone: invCfg.BusinessTimeZone, Issue: app.Issuer(pool, c.caps)})
 	for _, cp := range slices.Concat(invoices.Capabilities(invoices.NewService(pool, gate, emit, invCfg)), schedules.Capabilities(c.svc)) {
 		if err := c.caps.Register(cp); err != nil {
 			pool.Close()
@@ -104,25 +104,6 @@ func openSchedules(ctx context.Context, e env) (*schedulesCLI, error) {
 }
 
 func (c *schedulesCLI) close() { c.pool.Close() }
-
-// issue is the job's issuer (app's issueFor): issue-invoice as a call of
-// the schedule's creator by the system path, through the gate.
-func (c *schedulesCLI) issue(ctx context.Context, user, invoiceID uuid.UUID) (*invoices.Invoice, error) {
-	u, err := identity.UserGetByID(ctx, c.pool, user)
-	if err != nil {
-		return nil, err
-	}
-	call, err := c.caps.Prepare(invoices.CapIssue, json.RawMessage(`{"invoice_id":"`+invoiceID.String()+`"}`))
-	if err != nil {
-		return nil, err
-	}
-	call.Principal, call.Via = u.Principal(), capability.PathSystem
-	out, err := c.caps.Invoke(ctx, call)
-	if err != nil {
-		return nil, err
-	}
-	return out.(*invoices.Invoice), nil
-}
 
 // as is the enabled user named by --as: a disabled one's token and
 // sessions stop working, and so does their name here.
