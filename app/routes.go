@@ -263,6 +263,7 @@ func (a *App) inboxRoutes(e *echo.Echo) {
 	get(e, "/delegations", w.Page(w.Delegations), sec)
 	e.POST("/delegations", w.Page(w.DelegationCreate), sec)
 	e.POST("/delegations/:id/end", w.Page(w.DelegationEnd), sec)
+	e.POST("/allowances/:id/revoke", w.Page(w.AllowanceRevoke), sec)
 	get(e, "/invoices", w.Page(w.Invoices), sec)
 	get(e, "/invoices/:id", w.Page(w.Invoice), sec)
 	get(e, "/invoices/:id/pdf", w.Page(w.InvoicePDF), sec)

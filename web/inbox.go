@@ -77,6 +77,9 @@ type inboxView struct {
 	Truncated  bool
 	EventsURL  string
 	CanDecide  bool
+	// CanRevoke shows a revoke form on each allowance: the roles
+	// allowances.Service.Revoke lets revoke, which are the deciders'.
+	CanRevoke  bool
 	ViewerName string
 }
 
@@ -130,9 +133,15 @@ func rowOf(a *approvals.Approval, names people) requestRow {
 func (r requestRow) Title() string { return r.Subject + " — " + money.Display(r.Amount, r.Currency) }
 
 // Inbox is the page GET /inbox: pending requests oldest first (the one
-// waiting longest is the one to decide next), then the most recent
-// decisions.
+// waiting longest is the one to decide next), the standing allowances in
+// force, then the most recent decisions.
 func (h *Handler) Inbox(c echo.Context, s *Session) error {
+	return h.inboxPage(c, s, http.StatusOK, nil)
+}
+
+// inboxPage renders the inbox with status, and refusal's sentence when a
+// form on it was refused.
+func (h *Handler) inboxPage(c echo.Context, s *Session, status int, refusal *problem.Error) error {
 	ctx := c.Request().Context()
 	pending, err := h.deps.Approvals.List(ctx, approvals.ListParams{Status: approvals.StatusPending, Page: page.Request{Limit: pendingLimit}})
 	if err != nil {
@@ -147,7 +156,8 @@ func (h *Handler) Inbox(c echo.Context, s *Session) error {
 	if err != nil {
 		return err
 	}
-	v := inboxView{Truncated: pending.HasMore, EventsURL: "/v1/approvals/events", CanDecide: s.User.Role.CanDecide(), ViewerName: s.User.Username}
+	v := inboxView{Truncated: pending.HasMore, EventsURL: "/v1/approvals/events", CanDecide: s.User.Role.CanDecide(),
+		CanRevoke: s.User.Role.CanDecide(), ViewerName: s.User.Username}
 	if v.Allowances, err = h.allowancesInForce(ctx); err != nil {
 		return err
 	}
@@ -164,8 +174,34 @@ func (h *Handler) Inbox(c echo.Context, s *Session) error {
 		v.Recent = append(v.Recent, rowOf(a, names))
 	}
 	d := h.data(c, s, "Inbox")
+	if c.QueryParam("done") == "revoked" {
+		d.Notice = "The allowance is revoked: calls it covered ask for an approval again."
+	}
+	if refusal != nil {
+		d.Error = refusalText(refusal)
+	}
 	d.Data = v
-	return h.render(c, http.StatusOK, "inbox", d)
+	return h.render(c, status, "inbox", d)
+}
+
+// AllowanceRevoke answers the form POST /allowances/{id}/revoke: the
+// allowances service revokes it as the API does (its role rule, its audit
+// event), with the form's optional reason. A role it refuses gets the 403
+// page; an allowance no longer in force is the inbox again, saying so.
+func (h *Handler) AllowanceRevoke(c echo.Context, s *Session) error {
+	id, err := server.PathID(c, "allowance")
+	if err != nil {
+		return err
+	}
+	_, err = h.deps.Allowances.Revoke(c.Request().Context(), s.User.Principal(), capability.PathWeb, id, c.FormValue("reason"))
+	if err != nil {
+		pe, ok := problem.As(err)
+		if !ok || pe.Status >= 500 || pe.Status == http.StatusNotFound || pe.Status == http.StatusForbidden {
+			return err
+		}
+		return h.inboxPage(c, s, pe.Status, pe)
+	}
+	return c.Redirect(http.StatusSeeOther, "/inbox?done=revoked")
 }
 
 // allowancesInForce are the standing allowances calls may draw now, of
