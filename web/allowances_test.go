@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -13,6 +15,9 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/internal/nodetest"
+	"github.com/invoiced/invoiced/invoices"
+	"github.com/invoiced/invoiced/invoices/invoicetest"
 	"github.com/invoiced/invoiced/problem"
 	"github.com/stretchr/testify/require"
 )
@@ -123,4 +128,107 @@ func TestInboxRevokesAnAllowance(t *testing.T) {
 	require.Contains(t, res.body, `role="alert">Allowance `+al.ID.String()+` is revoked already</p>`)
 	require.Contains(t, res.body, `<h1>Inbox</h1>`)
 	require.Equal(t, 1, b.revokedEvents(t, al.ID))
+}
+
+// issuedBothWays is carl's three invoices: one issued on an approval
+// alice decided, one issued under the standing allowance alice approved
+// for him ("the monthly run", returned), and one still a draft.
+type issuedBothWays struct {
+	onApproval, approvalID, underAllowance, draft string
+	allowance                                     *allowances.Allowance
+}
+
+func (b *bundle) issueBothWays(t *testing.T, alice, carl *identity.User) issuedBothWays {
+	t.Helper()
+	ctx := context.Background()
+	var w issuedBothWays
+	ag := b.agent(carl, "conv-issue")
+	w.onApproval, w.approvalID = ag.draftAndRequest(t, "Globex GmbH")
+	_, err := b.h.App.Approvals().Decide(ctx, alice.Principal(), capability.PathREST, uuid.MustParse(w.approvalID), etag.IfMatch{}, approvals.DecisionApprove, "")
+	require.NoError(t, err)
+	_, err = ag.call(ctx, invoices.CapIssue, map[string]any{"invoice_id": w.onApproval})
+	require.NoError(t, err)
+
+	w.allowance = b.grantAllowance(t, carl, alice, "the monthly run")
+	out, err := ag.call(ctx, "create-customer", map[string]any{"name": "Initech AG", "email": "ap@initech.example", "currency": "EUR",
+		"address": invoicetest.CustomerAddress})
+	require.NoError(t, err)
+	draft := func() string {
+		out, err := ag.call(ctx, invoices.CapCreateDraft, map[string]any{
+			"customer_id": out.(*invoices.Customer).ID.String(), "due_date": time.Now().UTC().AddDate(0, 1, 0).Format(time.DateOnly),
+			"lines": []map[string]any{{"description": "Support, December", "quantity": 1, "unit_amount": 40000, "tax_rate_bps": 1900}},
+		})
+		require.NoError(t, err)
+		return out.(*invoices.Invoice).ID.String()
+	}
+	w.underAllowance, w.draft = draft(), draft()
+	out, err = ag.call(ctx, invoices.CapIssue, map[string]any{"invoice_id": w.underAllowance})
+	require.NoError(t, err)
+	require.Equal(t, invoices.StatusIssued, out.(*invoices.Invoice).Status)
+	got, err := b.h.App.Allowances().Get(ctx, w.allowance.ID)
+	require.NoError(t, err)
+	require.Equal(t, 4, got.RemainingCount, "the second issue drew the allowance")
+	return w
+}
+
+// An issued invoice's page says what let its issue through: the
+// standing allowance it drew, by its short id and reason, or the
+// approval it spent, linked; a draft's says neither.
+func TestInvoicePageSaysWhatItWasIssuedUnder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	alice := b.user(t, "alice", identity.RoleApprover)
+	carl := b.user(t, "carl", identity.RoleClerk)
+	b.named(t, "carl", "Carl Clerk")
+	w := b.issueBothWays(t, alice, carl)
+	al := w.allowance
+
+	br := b.browser(t)
+	require.Equal(t, http.StatusSeeOther, br.signIn("alice", testPassword).status)
+	p := br.do(http.MethodGet, "/invoices/"+w.underAllowance, nil)
+	require.Equal(t, http.StatusOK, p.status)
+	require.Contains(t, p.body, `<p id="issued-under">Issued under standing allowance <span title="`+al.ID.String()+`">`+
+		al.ID.String()[:8]+`</span> (the monthly run) by Carl Clerk, <time`)
+	require.NotContains(t, p.body, `href="/approvals/`)
+
+	p = br.do(http.MethodGet, "/invoices/"+w.onApproval, nil)
+	require.Equal(t, http.StatusOK, p.status)
+	require.Contains(t, p.body, `id="issued-under">Issued on <a href="/approvals/`+w.approvalID+`">approval `+w.approvalID[:8]+`</a></p>`)
+	require.NotContains(t, p.body, "standing allowance")
+
+	p = br.do(http.MethodGet, "/invoices/"+w.draft, nil)
+	require.Equal(t, http.StatusOK, p.status)
+	require.Contains(t, p.body, "Draft invoice")
+	require.NotContains(t, p.body, `id="issued-under"`)
+	require.NotContains(t, p.body, "standing allowance")
+	require.NotContains(t, p.body, `href="/approvals/`)
+}
+
+// TestBrowserAllowancePages drives Debian's chromium through the pages
+// this changes (e2e/allowances.mjs): the inbox with an allowance in force
+// and its revoke form, both invoice pages, and a revoke; axe-core checks
+// each at 1280 and 360 px.
+func TestBrowserAllowancePages(t *testing.T) {
+	t.Parallel()
+	ensureChromium(t)
+	node, e2eDir := nodetest.Install(t, "e2e", "axe-core/package.json")
+	b := setup(t)
+	alice := b.user(t, "alice", identity.RoleApprover)
+	carl := b.user(t, "carl", identity.RoleClerk)
+	w := b.issueBothWays(t, alice, carl)
+
+	out := t.ArtifactDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "allowances.mjs")
+	cmd.Dir = e2eDir
+	cmd.Env = append(os.Environ(), "BASE_URL="+b.h.URL, "OUT_DIR="+out, "APPROVER=alice", "PASSWORD="+testPassword,
+		"ALLOWANCE_ID="+w.allowance.ID.String(), "ON_APPROVAL_ID="+w.onApproval, "UNDER_ALLOWANCE_ID="+w.underAllowance)
+	logs, err := cmd.CombinedOutput()
+	t.Logf("node allowances.mjs:\n%s", logs)
+	require.NoError(t, err)
+	got, err := b.h.App.Allowances().Get(context.Background(), w.allowance.ID)
+	require.NoError(t, err)
+	require.Equal(t, allowances.StatusRevoked, got.Status)
+	require.Equal(t, "The run is done.", got.RevokeReason)
 }

@@ -153,7 +153,8 @@ type invoiceView struct {
 	Issue *issueRecord
 }
 
-// issueRecord is the approval an issued invoice was issued under.
+// issueRecord is what an issued invoice was issued under: the approval
+// it spent, or the standing allowance it drew.
 type issueRecord struct {
 	ApprovalID  string
 	RequestedBy string
@@ -161,6 +162,10 @@ type issueRecord struct {
 	RequestedAt time.Time
 	Approvals   []approvedBy
 	IssuedAt    time.Time
+	// Allowance is the standing allowance the issue drew instead of
+	// spending an approval; then RequestedBy is who issued it and the
+	// approval's fields are empty.
+	Allowance *allowanceRef
 }
 
 type approvedBy struct {
@@ -168,15 +173,39 @@ type approvedBy struct {
 	At   time.Time
 }
 
-// issueRecordOf reads the approval inv was issued under; nil for a draft,
-// or an invoice issued without one.
+// allowanceRef names a standing allowance on a page: the inbox has no
+// page per allowance to link to, so its short id and its reason.
+type allowanceRef struct {
+	ID     uuid.UUID
+	Reason string
+}
+
+// Short is the first 8 hex digits of the id, as conversations are cited.
+func (a *allowanceRef) Short() string { return a.ID.String()[:8] }
+
+// issueRecordOf reads what inv was issued under; nil for a draft, or an
+// invoice issued with neither an approval nor an allowance recorded.
 func (h *Handler) issueRecordOf(ctx context.Context, inv *invoices.Invoice) (*issueRecord, error) {
 	if inv.Status == invoices.StatusDraft {
 		return nil, nil
 	}
-	a, err := approvals.ApprovalGetConsumed(ctx, h.db, invoices.CapIssue, "invoice", inv.ID.String())
-	if problem.HasCode(err, problem.CodeNotFound) {
-		return nil, nil
+	e, err := issueEffectGet(ctx, h.db, inv)
+	if err != nil {
+		return nil, err
+	}
+	var a *approvals.Approval
+	switch {
+	case e != nil && e.AllowanceID != nil:
+		return &issueRecord{RequestedBy: e.Requester, IssuedAt: e.At, Allowance: &allowanceRef{ID: *e.AllowanceID, Reason: e.AllowanceReason}}, nil
+	case e != nil && e.ApprovalID != nil:
+		a, err = h.deps.Approvals.Get(ctx, *e.ApprovalID)
+	default:
+		// No effect names what let it through (issued before migration
+		// 00052 recorded effects): the approval consumed on it, if any.
+		a, err = approvals.ApprovalGetConsumed(ctx, h.db, invoices.CapIssue, "invoice", inv.ID.String())
+		if problem.HasCode(err, problem.CodeNotFound) {
+			return nil, nil
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -7,13 +7,15 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/store"
 	"github.com/jackc/pgx/v5"
 )
 
-// The inbox's SQL: sessions and sign-in counters, each function a
-// statement or two over store.Executor. A session is stored under the
-// SHA-256 of its id (sessionHash), never the id.
+// The inbox's SQL: sessions, sign-in counters and what the invoice page
+// reads of the policy's effects, each function a statement or two over
+// store.Executor. A session is stored under the SHA-256 of its id
+// (sessionHash), never the id.
 
 // ---- sessions ----
 
@@ -124,4 +126,41 @@ func throttleCount(ctx context.Context, db store.Executor, key string, window ti
 func throttleReset(ctx context.Context, db store.Executor, key string) error {
 	_, err := db.Exec(ctx, `DELETE FROM web_login_throttle WHERE key = $1`, key)
 	return store.MapError(err, "sign-in attempt")
+}
+
+// ---- policy effects ----
+
+// issueEffect is what let an invoice's issue through, as the gate
+// recorded it in policy_effects: the approval it spent, or the standing
+// allowance it drew.
+type issueEffect struct {
+	At time.Time
+	// Requester is the issuer's display name, else their username.
+	Requester       string
+	ApprovalID      *uuid.UUID
+	AllowanceID     *uuid.UUID
+	AllowanceReason string
+}
+
+// issueEffectGet returns the effect of inv's issue; nil when none is
+// recorded (an invoice issued before migration 00052 added effects).
+// Its customer and currency bound the read to that customer's issues
+// (policy_effects_customer_idx), not every issue there has been.
+func issueEffectGet(ctx context.Context, db store.Executor, inv *invoices.Invoice) (*issueEffect, error) {
+	var e issueEffect
+	err := db.QueryRow(ctx, `
+		SELECT e.at, coalesce(nullif(u.display_name, ''), u.username), e.approval_id, e.allowance_id, coalesce(a.reason, '')
+		FROM policy_effects e
+		JOIN users u ON u.id = e.requester
+		LEFT JOIN allowances a ON a.id = e.allowance_id
+		WHERE e.capability = $1 AND e.currency = $2 AND e.customer_id = $3 AND e.target_type = 'invoice' AND e.target_id = $4
+		ORDER BY e.at DESC LIMIT 1`, invoices.CapIssue, inv.Currency, inv.CustomerID, inv.ID.String()).
+		Scan(&e.At, &e.Requester, &e.ApprovalID, &e.AllowanceID, &e.AllowanceReason)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, store.MapError(err, "approval policy effect")
+	}
+	return &e, nil
 }
