@@ -452,9 +452,11 @@ func (s *Service) issueAll(ctx context.Context) error {
 }
 
 // issueRun issues run id's draft while holding the run's row: another
-// replica skips it, and the run records what the issue came to, or, when
-// the service died between the issue's commit and this record, the next
-// pass finds the invoice issued and records that.
+// replica (or `invoiced schedules run`) waits for it, then finds the run
+// done, so whoever's Run returns has seen every due run dealt with. The
+// run records what the issue came to, or, when the service died between
+// the issue's commit and this record, the next pass finds the invoice
+// issued and records that.
 func (s *Service) issueRun(ctx context.Context, id uuid.UUID) error {
 	return store.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
 		r, err := runToIssueLockTx(ctx, tx, id)
