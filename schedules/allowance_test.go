@@ -199,24 +199,28 @@ func TestSwitchingToUnderAllowanceIssuesOnlyLaterPeriods(t *testing.T) {
 		Start: clk.Now().Format(time.DateOnly), Issue: schedules.IssueNever,
 		Lines: []invoices.LineInput{{Description: "Hosting {period}", Quantity: one, UnitAmount: 10000, TaxRateBPS: 1900}}})
 	require.NoError(t, err)
-	first, err := svc.Run(ctx)
+	// The service's own job runs on start too: which of it and this Run
+	// drafts a period is not the test's business, so it reads the runs.
+	_, err = svc.Run(ctx)
 	require.NoError(t, err)
-	require.Len(t, first, 1)
+	first, err := svc.Runs(ctx, sc.ID, page.Request{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, first.Data, 1)
 
 	r := h.Do(t, http.MethodPatch, "/v1/schedules/"+sc.ID.String(), clerkTok, map[string]any{"issue": "under_allowance", "allowance_id": allowanceID})
 	require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 	_, err = svc.Run(ctx)
 	require.NoError(t, err)
-	inv, err := invoices.InvoiceGetByID(ctx, h.Pool, *first[0].InvoiceID)
+	inv, err := invoices.InvoiceGetByID(ctx, h.Pool, *first.Data[0].InvoiceID)
 	require.NoError(t, err)
 	require.Equal(t, invoices.StatusDraft, inv.Status, "left for a person, as it was drafted")
 
 	clk.Set(clk.Now().AddDate(0, 1, 1))
-	second, err := svc.Run(ctx)
+	_, err = svc.Run(ctx)
 	require.NoError(t, err)
-	require.Len(t, second, 1)
 	runs, err := svc.Runs(ctx, sc.ID, page.Request{Limit: 10})
 	require.NoError(t, err)
+	require.Len(t, runs.Data, 2)
 	require.Equal(t, schedules.RunIssued, runs.Data[0].Status, "the period drafted after the switch")
 	require.Equal(t, allowanceID, *runs.Data[0].AllowanceID)
 	require.Equal(t, schedules.RunDrafted, runs.Data[1].Status)
