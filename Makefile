@@ -10,7 +10,7 @@ DATABASE_URL ?= $(PGHOST_URL)/invoiced?sslmode=disable
 INVOICED_TEST_DATABASE_URL ?= $(PGHOST_URL)/postgres?sslmode=disable
 export DATABASE_URL INVOICED_TEST_DATABASE_URL
 
-.PHONY: build run test vet node-deps chat-bundle bench-testdb bench-issue bench-allowance bench-chat bench-chat-long bench-mcp bench-pdf bench-receivables bench-einvoice clean
+.PHONY: build run test vet node-deps chat-bundle bench-testdb bench-issue bench-allowance bench-billing-run bench-chat bench-chat-long bench-mcp bench-pdf bench-receivables bench-einvoice clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/invoiced
@@ -74,6 +74,11 @@ bench-issue:
 ## bench-allowance: issues/s over HTTP under one standing allowance vs one approval each, at 8 and 32 (BENCHMARKS.md).
 bench-allowance:
 	$(GO) run ./bench/issue -allowance -c 8,32 -db invoiced_bench_allowance -admin-url "$(INVOICED_TEST_DATABASE_URL)" $(BENCH_ALLOWANCE_FLAGS)
+
+## bench-billing-run: one schedules Run with 10,000 falling due: drafts/s, and issues/s under one allowance, beside
+## bench-issue's approved issues/s over HTTP at 8 in the same run (BENCHMARKS.md).
+bench-billing-run:
+	$(GO) run ./bench/issue -billing-run -db invoiced_bench_billing -admin-url "$(INVOICED_TEST_DATABASE_URL)" $(BENCH_BILLING_FLAGS)
 
 ## bench-chat: POST /v1/chat (scripted model, one read tool call + text, every run logged) vs an ai@7
 ## streamText peer, plain and resumable (resumable-stream over the local Redis), at 1/8/32.

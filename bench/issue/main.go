@@ -29,6 +29,7 @@ import (
 	"github.com/invoiced/invoiced/capability"
 	"github.com/invoiced/invoiced/etag"
 	"github.com/invoiced/invoiced/identity"
+	"github.com/invoiced/invoiced/internal/clocktest"
 	"github.com/invoiced/invoiced/invoices"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/party"
@@ -63,6 +64,10 @@ type options struct {
 	// allowance compares issuing under one standing allowance with one
 	// approval each (make bench-allowance), instead of with raw SQL.
 	allowance bool
+	// billingRun times the schedules' billing run (make
+	// bench-billing-run) over schedules each; the reference is ours at 8.
+	billingRun bool
+	schedules  int
 }
 
 func parseFlags() (options, error) {
@@ -79,9 +84,11 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.pool, "pool", 0, "server pool size (0: the serve default, 4 per core, at least 8)")
 	flag.StringVar(&o.pgbench, "pgbench", "pgbench", "the pgbench binary")
 	flag.BoolVar(&o.verbose, "v", false, "print pgbench's report with per-statement latencies")
-	flag.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of the HTTP runs to this file")
+	flag.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of the HTTP runs to this file (with -billing-run also of the first round's two timed Runs, to FILE.drafts and FILE.issues)")
 	flag.BoolVar(&o.keys, "keys", true, "send an Idempotency-Key with each issue, as a client that retries safely does")
 	flag.BoolVar(&o.allowance, "allowance", false, "compare issuing under one standing allowance with one approval each (make bench-allowance)")
+	flag.BoolVar(&o.billingRun, "billing-run", false, "time one billing run of -schedules schedules falling due, drafting and issuing under an allowance, beside ours at 8 (make bench-billing-run)")
+	flag.IntVar(&o.schedules, "schedules", 10000, "schedules falling due per timed billing run (-billing-run)")
 	flag.Parse()
 	for _, s := range strings.Split(*levels, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(s))
@@ -104,6 +111,9 @@ type bench struct {
 	token    string
 	customer *invoices.Customer
 	recv     *receiver
+	// clock is the service's invoicing clock with -billing-run, which
+	// moves it to each period the schedules run by; nil otherwise.
+	clock *clocktest.Running
 }
 
 func run() error {
@@ -113,6 +123,9 @@ func run() error {
 	}
 	ctx := context.Background()
 	b := &bench{o: o}
+	if o.billingRun {
+		b.clock = clocktest.NewRunning()
+	}
 	if err := b.setup(ctx); err != nil {
 		return err
 	}
@@ -120,6 +133,9 @@ func run() error {
 	defer b.app.Close()
 	if o.allowance {
 		return b.allowanceRun(ctx)
+	}
+	if o.billingRun {
+		return b.billingRun(ctx)
 	}
 
 	fmt.Printf("bench-issue: %d issues per round, level and side; %d alternating rounds (median shown); server pool %d conns; Idempotency-Key sent: %t\n",
@@ -199,7 +215,11 @@ func (b *bench) setup(ctx context.Context) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if b.app, err = app.New(ctx, app.Config{Webhooks: webhooks.Config{AllowPrivate: true}}, b.pool, log); err != nil {
+	cfg := app.Config{Webhooks: webhooks.Config{AllowPrivate: true}}
+	if b.clock != nil {
+		cfg.Invoices.Now = b.clock.Now
+	}
+	if b.app, err = app.New(ctx, cfg, b.pool, log); err != nil {
 		return err
 	}
 	if b.recv, err = startReceiver(); err != nil {
