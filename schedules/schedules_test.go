@@ -425,3 +425,30 @@ func TestPatchScheduleConcurrentlyAndBadInput(t *testing.T) {
 	require.Equal(t, http.StatusOK, h.Do(t, http.MethodDelete, loc, clerk, nil).StatusCode)
 	require.Equal(t, http.StatusNotFound, h.Do(t, http.MethodPatch, loc, clerk, map[string]any{"count": 2}).StatusCode)
 }
+
+// A schedule whose runs are not its first periods (a gap, as a claim
+// committed out of order would leave) has the gap drafted: a pass reads
+// how far each schedule has run in one query, and the runs themselves
+// when that does not add up.
+func TestRunFillsAGapInASchedulesRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.monthly(t, "2027-01-31", 31)
+	require.Len(t, b.runAt(t, time.Date(2027, 1, 31, 12, 0, 0, 0, time.UTC)), 1)
+	tx, err := b.pool.Begin(b.ctx)
+	require.NoError(t, err)
+	claimed, err := schedules.RunClaimTx(b.ctx, tx, &schedules.Run{ID: uuid.Must(uuid.NewV7()), ScheduleID: s.ID,
+		PeriodStart: invoices.Date{Time: time.Date(2027, 3, 31, 0, 0, 0, 0, time.UTC)}, PeriodEnd: invoices.Date{Time: time.Date(2027, 4, 29, 0, 0, 0, 0, time.UTC)},
+		Status: schedules.RunFailed, Error: "claimed out of order", Issue: schedules.IssueNever, CreatedAt: time.Now()})
+	require.NoError(t, err)
+	require.True(t, claimed)
+	require.NoError(t, tx.Commit(b.ctx))
+
+	runs := b.runAt(t, time.Date(2027, 4, 30, 12, 0, 0, 0, time.UTC))
+	var got []string
+	for _, r := range runs {
+		got = append(got, r.PeriodStart.String())
+	}
+	require.Equal(t, []string{"2027-02-28", "2027-04-30"}, got, "February's gap, then April")
+	require.Empty(t, b.runAt(t, time.Date(2027, 4, 30, 13, 0, 0, 0, time.UTC)))
+}

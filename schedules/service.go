@@ -401,13 +401,17 @@ func (s *Service) Run(ctx context.Context) ([]*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	progress, err := RunProgress(ctx, s.db)
+	if err != nil {
+		return nil, err
+	}
 	var made []*Run
 	for _, sc := range live {
-		done, err := RunPeriodStarts(ctx, s.db, sc.ID)
+		first, done, err := s.firstToRun(ctx, sc, progress[sc.ID])
 		if err != nil {
 			return made, err
 		}
-		for i := 0; ; i++ {
+		for i := first; ; i++ {
 			p, ok := sc.Period(i)
 			if !ok || p.Start.After(today.Time) {
 				break
@@ -428,6 +432,22 @@ func (s *Service) Run(ctx context.Context) ([]*Run, error) {
 		return made, nil
 	}
 	return made, s.issueAll(ctx)
+}
+
+// firstToRun is the index of the first period of sc that may lack a run,
+// and the starts of those it has run from there (nil: none). Periods are
+// run in order and only their end and count can change, so the runs of
+// a schedule are its first periods: n runs whose latest starts period
+// n-1 are periods 0 to n-1. Anything else reads the schedule's runs.
+func (s *Service) firstToRun(ctx context.Context, sc *Schedule, p Progress) (int, map[string]bool, error) {
+	if p.Runs == 0 {
+		return 0, nil, nil
+	}
+	if last, ok := sc.Period(p.Runs - 1); ok && last.Start.Equal(p.Latest) {
+		return p.Runs, nil, nil
+	}
+	done, err := RunPeriodStarts(ctx, s.db, sc.ID)
+	return 0, done, err
 }
 
 // issueAll issues, oldest period first and each as its schedule's
