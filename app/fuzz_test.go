@@ -120,6 +120,7 @@ var fuzzRoutes = []fuzzRoute{
 	{"GET", "/delegations", idNone},
 	{"POST", "/delegations", idNone},
 	{"POST", "/delegations/{}/end", idWebhookDelivery},
+	{"POST", "/allowances/{}/revoke", idAllowance},
 	// Added routes go last: the corpus names routes by index.
 	{"GET", "/v1/invoices/{}/pdf", idInvoice},
 	{"GET", "/invoices/{}/pdf", idInvoice},
